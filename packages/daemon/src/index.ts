@@ -1,0 +1,7 @@
+// What every Kubit daemon shares: flags, logs, metrics, health endpoints and shutdown.
+
+export { type Check, type HealthServerOptions, registerHealthRoutes, startHealthServer } from './health.js';
+export { createLogger, type Logger, type LoggerOptions } from './log.js';
+export { durationArg, intArg, listArg, parseDuration, runMain, StartupError } from './main.js';
+export { Counter, createRegistry, Gauge, Histogram, Registry, Summary } from './metrics.js';
+export { Shutdown } from './shutdown.js';

@@ -1,0 +1,2 @@
+// The test harness: real processes on loopback, stopped by PID.
+export * from './process.js';

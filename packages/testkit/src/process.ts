@@ -1,0 +1,182 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository's root directory. */
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/**
+ * How to run one of Kubit's daemons: from TypeScript sources under the test
+ * runner (KUBIT_SOURCE=1, so tests never run a stale build), from dist/ otherwise.
+ * `entry` is the path under the package's src/, e.g. ("store", "main.ts").
+ */
+export function daemonCommand(pkg: string, entry = 'main.ts'): { command: string; args: string[] } {
+  if (process.env.KUBIT_SOURCE === '1') {
+    return {
+      command: process.execPath,
+      args: ['--conditions=kubit-source', '--import', 'tsx', join(repoRoot, 'packages', pkg, 'src', entry)],
+    };
+  }
+  return {
+    command: process.execPath,
+    args: [join(repoRoot, 'packages', pkg, 'dist', 'src', entry.replace(/\.ts$/, '.js'))],
+  };
+}
+
+export interface StartOptions {
+  command: string;
+  args: string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** stdout and stderr are appended here; by default they are discarded. */
+  logFile?: string;
+  name?: string;
+}
+
+/** A process a test started. It is only ever stopped through its own PID. */
+export class TestProcess {
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+
+  constructor(
+    readonly child: ChildProcess,
+    readonly name: string,
+  ) {
+    this.exited = new Promise((res) => {
+      child.once('exit', (code, signal) => {
+        this.exitInfo = { code, signal };
+        res(this.exitInfo);
+      });
+    });
+  }
+
+  get pid(): number {
+    if (this.child.pid === undefined) throw new Error(`${this.name} has no pid`);
+    return this.child.pid;
+  }
+
+  get running(): boolean {
+    return this.exitInfo === undefined;
+  }
+
+  /** SIGTERM, then SIGKILL after `graceMs`. Resolves when the process is gone. */
+  async stop(graceMs = 5000): Promise<void> {
+    if (!this.running) return;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  /** kill -9: no chance to clean up, as a crash would be. */
+  async kill(): Promise<void> {
+    if (!this.running) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  signal(sig: NodeJS.Signals): void {
+    this.child.kill(sig);
+  }
+}
+
+/** Every process started through startProcess, so a test run can stop what it leaked. */
+const started = new Set<TestProcess>();
+
+export function startProcess(opts: StartOptions): TestProcess {
+  const child = spawn(opts.command, opts.args, {
+    cwd: opts.cwd ?? repoRoot,
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  if (opts.logFile) {
+    mkdirSync(dirname(opts.logFile), { recursive: true });
+    const out = createWriteStream(opts.logFile, { flags: 'a' });
+    child.stdout?.pipe(out);
+    child.stderr?.pipe(out);
+  } else {
+    child.stdout?.resume();
+    child.stderr?.resume();
+  }
+  const p = new TestProcess(child, opts.name ?? opts.command);
+  started.add(p);
+  void p.exited.then(() => started.delete(p));
+  return p;
+}
+
+/** Stops, by PID, every process this test file started and has not stopped yet. */
+export async function stopAllProcesses(): Promise<void> {
+  await Promise.all([...started].map((p) => p.stop(2000)));
+}
+
+process.once('exit', () => {
+  for (const p of started) if (p.running) p.child.kill('SIGKILL');
+});
+
+/** A TCP port on 127.0.0.1 that was free a moment ago. */
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((res) => setTimeout(res, ms));
+}
+
+/** Polls `fn` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 30_000,
+  intervalMs = 100,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v as T;
+    } catch (err) {
+      lastErr = err;
+    }
+    await sleep(intervalMs);
+  }
+  const why = lastErr ? `: last error: ${(lastErr as Error).message}` : '';
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
+}
+
+/** Resolves once something accepts TCP connections on host:port. */
+export async function waitForPort(port: number, host = '127.0.0.1', timeoutMs = 30_000): Promise<void> {
+  await waitFor(
+    `${host}:${port} to accept connections`,
+    () =>
+      new Promise<boolean>((res) => {
+        const sock = connect({ host, port }, () => {
+          sock.destroy();
+          res(true);
+        });
+        sock.on('error', () => res(false));
+      }),
+    timeoutMs,
+  );
+}
+
+/** A temporary directory removed by the returned cleanup. */
+export async function tempDir(
+  prefix = 'kubit-test-',
+): Promise<{ path: string; cleanup: () => Promise<void> }> {
+  const path = await mkdtemp(join(tmpdir(), prefix));
+  return { path, cleanup: () => rm(path, { recursive: true, force: true }) };
+}
