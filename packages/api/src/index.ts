@@ -1,1 +1,42 @@
-export {};
+// @kubit/api: the resource model every Kubit component shares. No I/O.
+
+export * from './defaults.js';
+export * from './field-errors.js';
+export * from './fields.js';
+export * from './labels.js';
+export * from './meta.js';
+export * from './patch/index.js';
+export * from './quantity.js';
+export * from './status.js';
+export * from './taints.js';
+export * from './types.js';
+export * from './validation/index.js';
+export {
+  MAX_DATA_SIZE,
+  validateCoreEvent,
+  validateDeployment,
+  validateNode,
+  validateReplicaSet,
+} from './validation/kinds.js';
+export {
+  immutable,
+  type NameValidator,
+  nameIsDNSLabel,
+  nameIsDNSSubdomain,
+  nameIsPathSegment,
+  TOTAL_ANNOTATION_SIZE_LIMIT,
+  validateAnnotations,
+  validateLabels,
+} from './validation/meta.js';
+export * from './validation/names.js';
+export {
+  DNS_POLICIES,
+  POD_UPDATE_FORBIDDEN,
+  PROTOCOLS,
+  PULL_POLICIES,
+  RESTART_POLICIES,
+  TAINT_EFFECTS,
+  TERMINATION_MESSAGE_POLICIES,
+  VOLUME_SOURCES,
+  validateBindingTarget,
+} from './validation/pod.js';

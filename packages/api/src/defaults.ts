@@ -1,0 +1,269 @@
+// Defaulting as Kubernetes does it on the way in (decode -> default -> validate). The
+// functions fill in missing fields in place and return the same object; fields that
+// are present, even with odd types, are left for validation to report.
+
+import { VOLUME_SOURCES } from './validation/pod.js';
+import { isObj, type Obj, own } from './validation/util.js';
+
+function setDefault(o: Obj, key: string, value: unknown): void {
+  if (own(o, key) === undefined || own(o, key) === null) o[key] = value;
+}
+
+/** An object child, created empty if missing; undefined if the field holds something else. */
+function child(o: Obj, key: string): Obj | undefined {
+  const v = own(o, key);
+  if (v === undefined || v === null) {
+    const created: Obj = {};
+    o[key] = created;
+    return created;
+  }
+  return isObj(v) ? v : undefined;
+}
+
+function objects(v: unknown): Obj[] {
+  return Array.isArray(v) ? v.filter(isObj) : [];
+}
+
+/**
+ * Always for images without a tag or tagged `latest`, IfNotPresent otherwise (a digest
+ * pins the image, so it counts as tagged).
+ */
+export function defaultPullPolicy(image: string): 'Always' | 'IfNotPresent' {
+  if (image.includes('@')) return 'IfNotPresent';
+  const lastSlash = image.lastIndexOf('/');
+  const lastColon = image.lastIndexOf(':');
+  // A colon before the last slash belongs to a registry port, not a tag.
+  const tag = lastColon > lastSlash ? image.slice(lastColon + 1) : '';
+  return tag === '' || tag === 'latest' ? 'Always' : 'IfNotPresent';
+}
+
+function defaultHandler(h: unknown): void {
+  if (!isObj(h)) return;
+  const http = own(h, 'httpGet');
+  if (isObj(http)) {
+    setDefault(http, 'path', '/');
+    setDefault(http, 'scheme', 'HTTP');
+  }
+}
+
+function defaultProbe(p: unknown): void {
+  if (!isObj(p)) return;
+  setDefault(p, 'timeoutSeconds', 1);
+  setDefault(p, 'periodSeconds', 10);
+  setDefault(p, 'successThreshold', 1);
+  setDefault(p, 'failureThreshold', 3);
+  defaultHandler(p);
+}
+
+function defaultContainer(c: Obj): void {
+  const image = own(c, 'image');
+  if (typeof image === 'string' && image) setDefault(c, 'imagePullPolicy', defaultPullPolicy(image));
+  setDefault(c, 'terminationMessagePath', '/dev/termination-log');
+  setDefault(c, 'terminationMessagePolicy', 'File');
+  for (const port of objects(own(c, 'ports'))) setDefault(port, 'protocol', 'TCP');
+  for (const env of objects(own(c, 'env'))) {
+    const from = own(env, 'valueFrom');
+    const fieldRef = isObj(from) ? own(from, 'fieldRef') : undefined;
+    if (isObj(fieldRef)) setDefault(fieldRef, 'apiVersion', 'v1');
+  }
+  for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) defaultProbe(own(c, probe));
+  const lifecycle = own(c, 'lifecycle');
+  if (isObj(lifecycle)) {
+    defaultHandler(own(lifecycle, 'postStart'));
+    defaultHandler(own(lifecycle, 'preStop'));
+  }
+}
+
+/** Mode 0644 for files projected from ConfigMaps, Secrets and the downward API. */
+export const DEFAULT_VOLUME_MODE = 0o644;
+
+function defaultVolume(v: Obj): void {
+  for (const src of ['configMap', 'secret', 'projected', 'downwardAPI']) {
+    const s = own(v, src);
+    if (isObj(s)) setDefault(s, 'defaultMode', DEFAULT_VOLUME_MODE);
+  }
+  const hostPath = own(v, 'hostPath');
+  if (isObj(hostPath)) setDefault(hostPath, 'type', '');
+  // A volume with no source at all is an emptyDir, as Kubernetes decodes it.
+  if (!VOLUME_SOURCES.some((k) => own(v, k) !== undefined && own(v, k) !== null)) v.emptyDir = {};
+}
+
+/** Defaults of a PodSpec, shared by pods and pod templates. */
+export function defaultPodSpec(spec: Obj): Obj {
+  setDefault(spec, 'restartPolicy', 'Always');
+  setDefault(spec, 'dnsPolicy', 'ClusterFirst');
+  setDefault(spec, 'schedulerName', 'default-scheduler');
+  setDefault(spec, 'terminationGracePeriodSeconds', 30);
+  setDefault(spec, 'securityContext', {});
+  setDefault(spec, 'enableServiceLinks', true);
+  for (const c of objects(own(spec, 'containers'))) defaultContainer(c);
+  for (const c of objects(own(spec, 'initContainers'))) defaultContainer(c);
+  for (const v of objects(own(spec, 'volumes'))) defaultVolume(v);
+  return spec;
+}
+
+/** Copies each limit to a missing request, as Kubernetes does for pods (not templates). */
+function defaultRequestsFromLimits(c: Obj): void {
+  const resources = own(c, 'resources');
+  if (!isObj(resources)) return;
+  const limits = own(resources, 'limits');
+  if (!isObj(limits) || Object.keys(limits).length === 0) return;
+  const requests = child(resources, 'requests');
+  if (!requests) return;
+  for (const k of Object.keys(limits)) {
+    if (!Object.hasOwn(requests, k)) {
+      Object.defineProperty(requests, k, {
+        value: limits[k],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+  }
+}
+
+export function defaultPod(pod: Obj): Obj {
+  const spec = child(pod, 'spec');
+  if (!spec) return pod;
+  defaultPodSpec(spec);
+  const hostNetwork = own(spec, 'hostNetwork') === true;
+  for (const c of [...objects(own(spec, 'containers')), ...objects(own(spec, 'initContainers'))]) {
+    defaultRequestsFromLimits(c);
+    // With the host's network a container port is a host port.
+    if (hostNetwork) {
+      for (const port of objects(own(c, 'ports'))) {
+        if (!own(port, 'hostPort')) port.hostPort = own(port, 'containerPort');
+      }
+    }
+  }
+  return pod;
+}
+
+function defaultTemplate(spec: Obj): void {
+  const template = own(spec, 'template');
+  if (!isObj(template)) return;
+  const podSpec = child(template, 'spec');
+  if (podSpec) defaultPodSpec(podSpec);
+}
+
+export function defaultReplicaSet(rs: Obj): Obj {
+  const spec = child(rs, 'spec');
+  if (!spec) return rs;
+  setDefault(spec, 'replicas', 1);
+  defaultTemplate(spec);
+  return rs;
+}
+
+export function defaultDeployment(d: Obj): Obj {
+  const spec = child(d, 'spec');
+  if (!spec) return d;
+  setDefault(spec, 'replicas', 1);
+  const strategy = child(spec, 'strategy');
+  if (strategy) {
+    setDefault(strategy, 'type', 'RollingUpdate');
+    if (own(strategy, 'type') === 'RollingUpdate') {
+      const rolling = child(strategy, 'rollingUpdate');
+      if (rolling) {
+        setDefault(rolling, 'maxUnavailable', '25%');
+        setDefault(rolling, 'maxSurge', '25%');
+      }
+    }
+  }
+  setDefault(spec, 'revisionHistoryLimit', 10);
+  setDefault(spec, 'progressDeadlineSeconds', 600);
+  defaultTemplate(spec);
+  return d;
+}
+
+export function defaultNode(node: Obj): Obj {
+  const status = own(node, 'status');
+  if (isObj(status) && isObj(own(status, 'capacity'))) {
+    // A node that reports no allocatable can use all it has.
+    setDefault(status, 'allocatable', { ...(own(status, 'capacity') as Obj) });
+  }
+  return node;
+}
+
+export function defaultNamespace(ns: Obj): Obj {
+  const status = child(ns, 'status');
+  if (status) setDefault(status, 'phase', 'Active');
+  return ns;
+}
+
+export function defaultSecret(secret: Obj): Obj {
+  setDefault(secret, 'type', 'Opaque');
+  return secret;
+}
+
+/** RBAC subjects: users and groups belong to the RBAC API group, service accounts to core. */
+export function defaultRoleBinding(binding: Obj): Obj {
+  for (const s of objects(own(binding, 'subjects'))) {
+    const kind = own(s, 'kind');
+    if (kind === 'User' || kind === 'Group') setDefault(s, 'apiGroup', 'rbac.authorization.k8s.io');
+    else if (kind === 'ServiceAccount') setDefault(s, 'apiGroup', '');
+  }
+  return binding;
+}
+
+const DEFAULTERS: Record<string, (o: Obj) => Obj> = {
+  'v1/Pod': defaultPod,
+  'v1/Node': defaultNode,
+  'v1/Namespace': defaultNamespace,
+  'v1/Secret': defaultSecret,
+  'apps/v1/ReplicaSet': defaultReplicaSet,
+  'apps/v1/Deployment': defaultDeployment,
+  'rbac.authorization.k8s.io/v1/RoleBinding': defaultRoleBinding,
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': defaultRoleBinding,
+};
+
+/** Applies the defaults for the object's kind, in place; unknown kinds are left alone. */
+export function applyDefaults<T>(obj: T): T {
+  if (!isObj(obj)) return obj;
+  const key = `${String(own(obj, 'apiVersion'))}/${String(own(obj, 'kind'))}`;
+  if (Object.hasOwn(DEFAULTERS, key)) DEFAULTERS[key](obj);
+  return obj;
+}
+
+// ---- tolerations admission adds (exported here so admission and tests agree) -----------
+
+export const NOT_READY_TAINT_KEY = 'node.kubernetes.io/not-ready';
+export const UNREACHABLE_TAINT_KEY = 'node.kubernetes.io/unreachable';
+export const DEFAULT_TOLERATION_SECONDS = 300;
+
+export interface DefaultToleration {
+  key: string;
+  operator: 'Exists';
+  effect: 'NoExecute';
+  tolerationSeconds: number;
+}
+
+/** The not-ready and unreachable NoExecute tolerations admission gives every pod. */
+export function defaultTolerations(seconds = DEFAULT_TOLERATION_SECONDS): DefaultToleration[] {
+  return [
+    { key: NOT_READY_TAINT_KEY, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: seconds },
+    { key: UNREACHABLE_TAINT_KEY, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: seconds },
+  ];
+}
+
+function tolerates(tolerations: Obj[], key: string): boolean {
+  return tolerations.some((t) => {
+    const effect = own(t, 'effect');
+    const tk = own(t, 'key');
+    const effectOk = effect === undefined || effect === '' || effect === 'NoExecute';
+    const keyOk = tk === key || ((tk === undefined || tk === '') && own(t, 'operator') === 'Exists');
+    return effectOk && keyOk;
+  });
+}
+
+/** Adds the default tolerations a pod does not already have (what the admission plugin does). */
+export function addDefaultTolerations(pod: Obj, seconds = DEFAULT_TOLERATION_SECONDS): Obj {
+  const spec = child(pod, 'spec');
+  if (!spec) return pod;
+  const existing = own(spec, 'tolerations');
+  if (existing !== undefined && existing !== null && !Array.isArray(existing)) return pod;
+  const list: unknown[] = Array.isArray(existing) ? existing : [];
+  const objs = list.filter(isObj);
+  for (const t of defaultTolerations(seconds)) if (!tolerates(objs, t.key)) list.push(t);
+  spec.tolerations = list;
+  return pod;
+}

@@ -1,0 +1,343 @@
+// The object types Kubit serves (from kubernetes-types) and the registry of kinds that
+// the apiserver, the client and the CLI share: group, version, plural resource, scope
+// and short names of each kind.
+
+export type {
+  Deployment,
+  DeploymentCondition,
+  DeploymentList,
+  DeploymentSpec,
+  DeploymentStatus,
+  DeploymentStrategy,
+  ReplicaSet,
+  ReplicaSetCondition,
+  ReplicaSetList,
+  ReplicaSetSpec,
+  ReplicaSetStatus,
+  RollingUpdateDeployment,
+} from 'kubernetes-types/apps/v1.js';
+export type { Lease, LeaseList, LeaseSpec } from 'kubernetes-types/coordination/v1.js';
+export type {
+  Affinity,
+  Binding,
+  Capabilities,
+  ConfigMap,
+  ConfigMapList,
+  ConfigMapVolumeSource,
+  Container,
+  ContainerPort,
+  ContainerState,
+  ContainerStatus,
+  EmptyDirVolumeSource,
+  EnvFromSource,
+  EnvVar,
+  Event,
+  EventList,
+  EventSource,
+  ExecAction,
+  HostPathVolumeSource,
+  HTTPGetAction,
+  KeyToPath,
+  Lifecycle,
+  LifecycleHandler,
+  LocalObjectReference,
+  Namespace,
+  NamespaceList,
+  NamespaceSpec,
+  NamespaceStatus,
+  Node,
+  NodeAddress,
+  NodeCondition,
+  NodeList,
+  NodeSpec,
+  NodeStatus,
+  NodeSystemInfo,
+  ObjectReference,
+  Pod,
+  PodCondition,
+  PodList,
+  PodSecurityContext,
+  PodSpec,
+  PodStatus,
+  PodTemplateSpec,
+  Probe,
+  ResourceRequirements,
+  Secret,
+  SecretList,
+  SecretVolumeSource,
+  SecurityContext,
+  ServiceAccount,
+  ServiceAccountList,
+  Taint,
+  TCPSocketAction,
+  Toleration,
+  Volume,
+  VolumeMount,
+} from 'kubernetes-types/core/v1.js';
+export type { Event as EventsV1Event, EventList as EventsV1EventList } from 'kubernetes-types/events/v1.js';
+export type {
+  Condition,
+  DeleteOptions,
+  LabelSelectorRequirement as MetaLabelSelectorRequirement,
+  ListMeta,
+  ObjectMeta,
+  OwnerReference,
+  Preconditions,
+  Status as MetaStatus,
+  WatchEvent,
+} from 'kubernetes-types/meta/v1.js';
+export type {
+  AggregationRule,
+  ClusterRole,
+  ClusterRoleBinding,
+  ClusterRoleBindingList,
+  ClusterRoleList,
+  PolicyRule,
+  Role,
+  RoleBinding,
+  RoleBindingList,
+  RoleList,
+  RoleRef,
+  Subject,
+} from 'kubernetes-types/rbac/v1.js';
+
+import type { ListMeta, ObjectMeta } from 'kubernetes-types/meta/v1.js';
+
+/** What every stored object has. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+}
+
+/** A list of objects as the API returns it. */
+export interface KubeList<T extends KubeObject = KubeObject> {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ListMeta;
+  items: T[];
+}
+
+/** A watch event on the wire. */
+export interface WatchEventOf<T extends KubeObject = KubeObject> {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: T;
+}
+
+/** One kind Kubit serves. */
+export interface KindInfo {
+  /** API group, '' for core. */
+  readonly group: string;
+  readonly version: string;
+  /** "v1" or "apps/v1". */
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly listKind: string;
+  /** Plural resource name used in URLs and store keys. */
+  readonly resource: string;
+  readonly singular: string;
+  readonly namespaced: boolean;
+  readonly shortNames: readonly string[];
+  readonly verbs: readonly string[];
+  readonly subresources: readonly string[];
+  readonly categories: readonly string[];
+}
+
+const CRUD = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+interface KindSpec {
+  group: string;
+  version: string;
+  kind: string;
+  resource: string;
+  namespaced: boolean;
+  shortNames?: string[];
+  verbs?: string[];
+  subresources?: string[];
+  categories?: string[];
+}
+
+function define(spec: KindSpec): KindInfo {
+  return Object.freeze({
+    group: spec.group,
+    version: spec.version,
+    apiVersion: spec.group ? `${spec.group}/${spec.version}` : spec.version,
+    kind: spec.kind,
+    listKind: `${spec.kind}List`,
+    resource: spec.resource,
+    singular: spec.kind.toLowerCase(),
+    namespaced: spec.namespaced,
+    shortNames: Object.freeze(spec.shortNames ?? []),
+    verbs: Object.freeze(spec.verbs ?? CRUD),
+    subresources: Object.freeze(spec.subresources ?? []),
+    categories: Object.freeze(spec.categories ?? []),
+  });
+}
+
+const RBAC = 'rbac.authorization.k8s.io';
+
+/** Every kind Kubit serves. Core kinds come first so they win ambiguous lookups (events). */
+export const kinds: readonly KindInfo[] = Object.freeze([
+  define({
+    group: '',
+    version: 'v1',
+    kind: 'Namespace',
+    resource: 'namespaces',
+    namespaced: false,
+    shortNames: ['ns'],
+    verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+    subresources: ['status', 'finalize'],
+  }),
+  define({
+    group: '',
+    version: 'v1',
+    kind: 'Pod',
+    resource: 'pods',
+    namespaced: true,
+    shortNames: ['po'],
+    subresources: ['status', 'binding', 'log', 'exec', 'eviction'],
+    categories: ['all'],
+  }),
+  define({
+    group: '',
+    version: 'v1',
+    kind: 'Node',
+    resource: 'nodes',
+    namespaced: false,
+    shortNames: ['no'],
+    subresources: ['status'],
+  }),
+  define({
+    group: '',
+    version: 'v1',
+    kind: 'Event',
+    resource: 'events',
+    namespaced: true,
+    shortNames: ['ev'],
+  }),
+  define({
+    group: '',
+    version: 'v1',
+    kind: 'Binding',
+    resource: 'bindings',
+    namespaced: true,
+    verbs: ['create'],
+  }),
+  define({
+    group: '',
+    version: 'v1',
+    kind: 'ConfigMap',
+    resource: 'configmaps',
+    namespaced: true,
+    shortNames: ['cm'],
+  }),
+  define({ group: '', version: 'v1', kind: 'Secret', resource: 'secrets', namespaced: true }),
+  define({
+    group: '',
+    version: 'v1',
+    kind: 'ServiceAccount',
+    resource: 'serviceaccounts',
+    namespaced: true,
+    shortNames: ['sa'],
+    subresources: ['token'],
+  }),
+  define({
+    group: 'coordination.k8s.io',
+    version: 'v1',
+    kind: 'Lease',
+    resource: 'leases',
+    namespaced: true,
+  }),
+  define({ group: RBAC, version: 'v1', kind: 'Role', resource: 'roles', namespaced: true }),
+  define({ group: RBAC, version: 'v1', kind: 'ClusterRole', resource: 'clusterroles', namespaced: false }),
+  define({ group: RBAC, version: 'v1', kind: 'RoleBinding', resource: 'rolebindings', namespaced: true }),
+  define({
+    group: RBAC,
+    version: 'v1',
+    kind: 'ClusterRoleBinding',
+    resource: 'clusterrolebindings',
+    namespaced: false,
+  }),
+  define({
+    group: 'apps',
+    version: 'v1',
+    kind: 'ReplicaSet',
+    resource: 'replicasets',
+    namespaced: true,
+    shortNames: ['rs'],
+    subresources: ['status', 'scale'],
+    categories: ['all'],
+  }),
+  define({
+    group: 'apps',
+    version: 'v1',
+    kind: 'Deployment',
+    resource: 'deployments',
+    namespaced: true,
+    shortNames: ['deploy'],
+    subresources: ['status', 'scale'],
+    categories: ['all'],
+  }),
+  define({
+    group: 'events.k8s.io',
+    version: 'v1',
+    kind: 'Event',
+    resource: 'events',
+    namespaced: true,
+    shortNames: ['ev'],
+  }),
+]);
+
+const byApiVersionKind = new Map<string, KindInfo>();
+const byGroupResource = new Map<string, KindInfo>();
+for (const k of kinds) {
+  byApiVersionKind.set(`${k.apiVersion}\u0000${k.kind}`, k);
+  byGroupResource.set(`${k.group}\u0000${k.resource}`, k);
+}
+
+/** The kind for an apiVersion ("v1", "apps/v1") and kind ("Pod"). */
+export function lookupKind(apiVersion: string, kind: string): KindInfo | undefined {
+  return byApiVersionKind.get(`${apiVersion}\u0000${kind}`);
+}
+
+/** The kind served at a group ('' for core) and plural resource. */
+export function lookupResource(group: string, resource: string): KindInfo | undefined {
+  return byGroupResource.get(`${group}\u0000${resource}`);
+}
+
+/** The kind of an object, from its own apiVersion and kind. */
+export function kindOf(obj: KubeObject): KindInfo | undefined {
+  if (typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string') return undefined;
+  return lookupKind(obj.apiVersion, obj.kind);
+}
+
+/** Splits "apps/v1" into group and version; "v1" is the core group. */
+export function parseApiVersion(apiVersion: string): { group: string; version: string } {
+  const slash = apiVersion.indexOf('/');
+  return slash < 0
+    ? { group: '', version: apiVersion }
+    : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+}
+
+/**
+ * Resolves what a user types on the command line: "pods", "pod", "po", "Pod",
+ * "deployments.apps", "deploy", "rolebindings.rbac.authorization.k8s.io". Core wins ties.
+ */
+export function resolveResource(name: string): KindInfo | undefined {
+  const lower = name.toLowerCase();
+  const dot = lower.indexOf('.');
+  const base = dot < 0 ? lower : lower.slice(0, dot);
+  const group = dot < 0 ? undefined : lower.slice(dot + 1);
+  for (const k of kinds) {
+    if (group !== undefined && k.group !== group) continue;
+    if (
+      k.resource === base ||
+      k.singular === base ||
+      k.kind.toLowerCase() === base ||
+      k.shortNames.includes(base)
+    ) {
+      return k;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,165 @@
+// Entry points: validate a whole object (on create) or an update against the old object,
+// for every kind Kubit serves. Objects are expected to be defaulted first, as the
+// apiserver does (decode -> default -> validate), because Kubernetes requires fields
+// such as restartPolicy that only defaulting fills in.
+
+import { type FieldError, fieldErrors } from '../field-errors.js';
+import { invalid, type StatusError } from '../status.js';
+import { type KindInfo, type KubeObject, kindOf, parseApiVersion } from '../types.js';
+import {
+  validateBinding,
+  validateBindingUpdate,
+  validateConfigMap,
+  validateCoreEvent,
+  validateDataUpdate,
+  validateDeployment,
+  validateEventsV1Event,
+  validateLease,
+  validateNamespace,
+  validateNode,
+  validateNodeUpdate,
+  validateReplicaSet,
+  validateRules,
+  validateSecret,
+  validateSecretUpdate,
+  validateSelectorUpdate,
+  validateServiceAccount,
+} from './kinds.js';
+import {
+  type NameValidator,
+  nameIsDNSLabel,
+  nameIsDNSSubdomain,
+  nameIsPathSegment,
+  validateObjectMeta,
+  validateObjectMetaUpdate,
+} from './meta.js';
+import { validateBindingTarget, validatePodSpec, validatePodSpecUpdate } from './pod.js';
+import { isObj, type Obj, own } from './util.js';
+
+interface KindValidator {
+  name: NameValidator;
+  create(obj: Obj, errs: FieldError[]): void;
+  update?(newObj: Obj, oldObj: Obj, errs: FieldError[]): void;
+}
+
+const validators: Record<string, KindValidator> = {
+  '/Namespace': { name: nameIsDNSLabel, create: validateNamespace },
+  '/Pod': {
+    name: nameIsDNSSubdomain,
+    create: (o, errs) => validatePodSpec(own(o, 'spec'), 'spec', errs),
+    update: (n, o, errs) => validatePodSpecUpdate(own(n, 'spec'), own(o, 'spec'), errs),
+  },
+  '/Node': { name: nameIsDNSSubdomain, create: validateNode, update: validateNodeUpdate },
+  '/Event': { name: nameIsDNSSubdomain, create: validateCoreEvent },
+  '/Binding': { name: nameIsDNSSubdomain, create: validateBindingTarget },
+  '/ConfigMap': {
+    name: nameIsDNSSubdomain,
+    create: validateConfigMap,
+    update: (n, o, errs) => validateDataUpdate(n, o, ['data', 'binaryData'], errs),
+  },
+  '/Secret': { name: nameIsDNSSubdomain, create: validateSecret, update: validateSecretUpdate },
+  '/ServiceAccount': { name: nameIsDNSSubdomain, create: validateServiceAccount },
+  'coordination.k8s.io/Lease': { name: nameIsDNSSubdomain, create: validateLease },
+  'rbac.authorization.k8s.io/Role': {
+    name: nameIsPathSegment,
+    create: (o, errs) => validateRules(o, true, errs),
+  },
+  'rbac.authorization.k8s.io/ClusterRole': {
+    name: nameIsPathSegment,
+    create: (o, errs) => validateRules(o, false, errs),
+  },
+  'rbac.authorization.k8s.io/RoleBinding': {
+    name: nameIsPathSegment,
+    create: (o, errs) => validateBinding(o, false, errs),
+    update: validateBindingUpdate,
+  },
+  'rbac.authorization.k8s.io/ClusterRoleBinding': {
+    name: nameIsPathSegment,
+    create: (o, errs) => validateBinding(o, true, errs),
+    update: validateBindingUpdate,
+  },
+  'apps/ReplicaSet': { name: nameIsDNSSubdomain, create: validateReplicaSet, update: validateSelectorUpdate },
+  'apps/Deployment': { name: nameIsDNSSubdomain, create: validateDeployment, update: validateSelectorUpdate },
+  'events.k8s.io/Event': { name: nameIsDNSSubdomain, create: validateEventsV1Event },
+};
+
+function validatorFor(info: KindInfo): KindValidator | undefined {
+  const key = `${info.group}/${info.kind}`;
+  return Object.hasOwn(validators, key) ? validators[key] : undefined;
+}
+
+function resolve(obj: unknown, errs: FieldError[]): { info: KindInfo; v: KindValidator; o: Obj } | undefined {
+  if (!isObj(obj)) {
+    errs.push(fieldErrors.typeInvalid('', obj, 'must be an object'));
+    return undefined;
+  }
+  const apiVersion = own(obj, 'apiVersion');
+  const kind = own(obj, 'kind');
+  if (typeof apiVersion !== 'string' || !apiVersion) {
+    errs.push(fieldErrors.required('apiVersion'));
+    return undefined;
+  }
+  if (typeof kind !== 'string' || !kind) {
+    errs.push(fieldErrors.required('kind'));
+    return undefined;
+  }
+  const info = kindOf(obj as KubeObject);
+  const v = info && validatorFor(info);
+  if (!info || !v) {
+    errs.push(fieldErrors.notSupported('kind', `${apiVersion}/${kind}`, []));
+    return undefined;
+  }
+  return { info, v, o: obj };
+}
+
+/** Everything wrong with a new object, each with its field path. */
+export function validateObject(obj: unknown): FieldError[] {
+  const errs: FieldError[] = [];
+  const r = resolve(obj, errs);
+  if (!r) return errs;
+  validateObjectMeta(r.o, r.info.namespaced, r.v.name, errs);
+  r.v.create(r.o, errs);
+  return errs;
+}
+
+/** Everything wrong with an update: the new object on its own plus what may not change. */
+export function validateUpdate(newObj: unknown, oldObj: unknown): FieldError[] {
+  const errs: FieldError[] = [];
+  const r = resolve(newObj, errs);
+  if (!r) return errs;
+  const old = isObj(oldObj) ? oldObj : {};
+  validateObjectMetaUpdate(r.o, old, r.info.namespaced, r.v.name, errs);
+  r.v.create(r.o, errs);
+  if (own(old, 'apiVersion') !== undefined && own(old, 'kind') !== own(r.o, 'kind')) {
+    errs.push(fieldErrors.invalid('kind', own(r.o, 'kind'), 'field is immutable'));
+  }
+  r.v.update?.(r.o, old, errs);
+  return errs;
+}
+
+/** The 422 Invalid StatusError Kubernetes returns for these errors (`Pod "x" is invalid: ...`). */
+export function invalidError(obj: unknown, errs: readonly FieldError[]): StatusError {
+  const o = isObj(obj) ? obj : {};
+  const apiVersion = typeof own(o, 'apiVersion') === 'string' ? (own(o, 'apiVersion') as string) : '';
+  const kind = typeof own(o, 'kind') === 'string' ? (own(o, 'kind') as string) : '';
+  const meta = isObj(own(o, 'metadata')) ? (own(o, 'metadata') as Obj) : {};
+  const name = own(meta, 'name');
+  const generateName = own(meta, 'generateName');
+  const shown =
+    typeof name === 'string' && name ? name : typeof generateName === 'string' ? generateName : '';
+  return invalid({ group: parseApiVersion(apiVersion).group, kind }, shown, errs);
+}
+
+/** Throws the Invalid StatusError if the object is invalid. */
+export function assertValid(obj: unknown): void {
+  const errs = validateObject(obj);
+  if (errs.length > 0) throw invalidError(obj, errs);
+}
+
+/** Throws the Invalid StatusError if the update is invalid. */
+export function assertValidUpdate(newObj: unknown, oldObj: unknown): void {
+  const errs = validateUpdate(newObj, oldObj);
+  if (errs.length > 0) throw invalidError(newObj, errs);
+}
+
+export { validateObjectMeta, validateObjectMetaUpdate, validatePodSpec, validatePodSpecUpdate };
