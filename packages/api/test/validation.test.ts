@@ -457,6 +457,41 @@ describe('validateObject: other kinds', () => {
       ['spec.selector: Required value'],
     ],
     [
+      'deployment empty selector',
+      set(deployment(), 'spec.selector', {}),
+      ['spec.selector: Invalid value: {}: empty selector is invalid for deployment'],
+    ],
+    [
+      'deployment negative replicas and minReadySeconds',
+      set(set(deployment(), 'spec.replicas', -1), 'spec.minReadySeconds', -1),
+      [
+        'spec.replicas: Invalid value: -1: must be greater than or equal to 0',
+        'spec.minReadySeconds: Invalid value: -1: must be greater than or equal to 0',
+      ],
+    ],
+    [
+      'deployment rollingUpdate with Recreate',
+      set(deployment(), 'spec.strategy.type', 'Recreate'),
+      ["spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"],
+    ],
+    [
+      'deployment maxUnavailable over 100%',
+      set(deployment(), 'spec.strategy.rollingUpdate.maxUnavailable', '101%'),
+      ['spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "101%": must not be greater than 100%'],
+    ],
+    [
+      'deployment progressDeadlineSeconds not over minReadySeconds',
+      set(set(deployment(), 'spec.minReadySeconds', 600), 'spec.progressDeadlineSeconds', 600),
+      ['spec.progressDeadlineSeconds: Invalid value: 600: must be greater than minReadySeconds'],
+    ],
+    [
+      'replicaset selector mismatch',
+      { ...set(deployment(), 'spec.template.metadata.labels', { app: 'db' }), kind: 'ReplicaSet' },
+      [
+        'spec.template.metadata.labels: Invalid value: {"app":"db"}: `selector` does not match template `labels`',
+      ],
+    ],
+    [
       'namespace with a dot',
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'a.b' } },
       [

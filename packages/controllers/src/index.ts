@@ -1,1 +1,31 @@
-export {};
+// @kubit/controllers: the controllers of kubit-controller-manager and the parts
+// they are built from (informers, work queue, expectations), usable in-process.
+export * from './cidr.js';
+export * from './cluster.js';
+export * from './controller.js';
+export * from './controller-names.js';
+export * from './deployment/conditions.js';
+export {
+  DeploymentController,
+  type DeploymentControllerOptions,
+  proportionalSizes,
+} from './deployment/controller.js';
+export * from './deployment/util.js';
+export * from './events.js';
+export * from './expectations.js';
+export * from './fake-cluster.js';
+export * from './garbagecollector.js';
+export * from './informer.js';
+export * from './labels.js';
+export * from './manager.js';
+export * from './namespace.js';
+export * from './nodeipam.js';
+export * from './nodelifecycle.js';
+export * from './objects.js';
+export * from './pod-ranking.js';
+export * from './podgc.js';
+export * from './replicaset.js';
+export * from './resources.js';
+export * from './rest-cluster.js';
+export * from './taints.js';
+export * from './workqueue.js';

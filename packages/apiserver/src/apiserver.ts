@@ -1,0 +1,174 @@
+// Assembles kubit-apiserver: store client, watch caches, bootstrap policy,
+// authn/authz and the HTTPS server. main.ts turns flags into these options.
+import { existsSync, readFileSync } from 'node:fs';
+import type { Logger } from '@kubit/daemon';
+import { Histogram, type Registry, StartupError } from '@kubit/daemon';
+import type { FastifyInstance } from 'fastify';
+import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
+import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from './authz.js';
+import { bootstrap } from './bootstrap.js';
+import { builtinKinds, KindRegistry } from './kinds/index.js';
+import { createServer } from './server.js';
+import { Store } from './storage.js';
+import { WatchCache } from './watchcache.js';
+
+export interface ApiServerOptions {
+  bindAddress: string;
+  securePort: number;
+  tlsCertFile: string;
+  tlsPrivateKeyFile: string;
+  clientCaFile?: string;
+  tokenAuthFile?: string;
+  etcdServers: string[];
+  etcdCaFile?: string;
+  etcdCertFile?: string;
+  etcdKeyFile?: string;
+  authorizationModes: string[];
+  kubeletClientCertificate?: string;
+  kubeletClientKey?: string;
+  kubeletCertificateAuthority?: string;
+  watchCacheHistory?: number;
+  bookmarkIntervalMs?: number;
+}
+
+function readFile(path: string | undefined, flag: string): Buffer | undefined {
+  if (!path) return undefined;
+  if (!existsSync(path)) throw new StartupError(`${flag}: no such file: ${path}`);
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new StartupError(`${flag}: cannot read ${path}: ${(err as Error).message}`);
+  }
+}
+
+async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, rej) => {
+        timer = setTimeout(() => rej(new Error(`${what} timed out after ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface RunningApiServer {
+  app: FastifyInstance;
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startApiServer(
+  opts: ApiServerOptions,
+  log: Logger,
+  registry: Registry,
+): Promise<RunningApiServer> {
+  const cert = readFile(opts.tlsCertFile, '--tls-cert-file');
+  const key = readFile(opts.tlsPrivateKeyFile, '--tls-private-key-file');
+  if (!cert || !key) throw new StartupError('--tls-cert-file and --tls-private-key-file are required');
+  const ca = readFile(opts.clientCaFile, '--client-ca-file');
+  let tokens = new Map<string, UserInfo>();
+  if (opts.tokenAuthFile) {
+    readFile(opts.tokenAuthFile, '--token-auth-file');
+    try {
+      tokens = loadTokenFile(opts.tokenAuthFile);
+    } catch (err) {
+      throw new StartupError(`--token-auth-file: ${(err as Error).message}`);
+    }
+  }
+  if (opts.etcdServers.length === 0) throw new StartupError('--etcd-servers is required');
+  for (const mode of opts.authorizationModes) {
+    if (!['Node', 'RBAC', 'AlwaysAllow'].includes(mode)) {
+      throw new StartupError(`--authorization-mode: unknown mode "${mode}" (known: Node, RBAC, AlwaysAllow)`);
+    }
+  }
+  const kubeletTls = {
+    cert: readFile(opts.kubeletClientCertificate, '--kubelet-client-certificate'),
+    key: readFile(opts.kubeletClientKey, '--kubelet-client-key'),
+    ca: readFile(opts.kubeletCertificateAuthority, '--kubelet-certificate-authority'),
+  };
+  const storeLatency = new Histogram({
+    name: 'apiserver_storage_request_duration_seconds',
+    help: 'Latency of requests to the store, by operation.',
+    labelNames: ['operation'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const store = new Store({
+    endpoints: opts.etcdServers,
+    caFile: readFile(opts.etcdCaFile, '--etcd-cafile'),
+    certFile: readFile(opts.etcdCertFile, '--etcd-certfile'),
+    keyFile: readFile(opts.etcdKeyFile, '--etcd-keyfile'),
+    latency: storeLatency,
+  });
+  try {
+    await withTimeout(store.currentRevision(), 10_000, 'connecting');
+  } catch (err) {
+    store.close();
+    throw new StartupError(
+      `cannot reach the store at ${opts.etcdServers.join(',')}: ${(err as Error).message}`,
+    );
+  }
+  await bootstrap(store, log);
+
+  const kinds = new KindRegistry(builtinKinds());
+  const caches = new Map<string, WatchCache>();
+  for (const d of kinds.all) {
+    const sr = kinds.storageResource(d);
+    if (!caches.has(sr))
+      caches.set(sr, new WatchCache(store, `/registry/${sr}/`, log, { historySize: opts.watchCacheHistory }));
+  }
+  await Promise.all([...caches.values()].map((c) => c.start()));
+
+  const authzChain: Authorizer[] = [];
+  const rbac = new RbacAuthorizer({
+    roles: caches.get('roles')!,
+    clusterroles: caches.get('clusterroles')!,
+    rolebindings: caches.get('rolebindings')!,
+    clusterrolebindings: caches.get('clusterrolebindings')!,
+  });
+  for (const mode of opts.authorizationModes) {
+    if (mode === 'Node') authzChain.push(new NodeAuthorizer(caches.get('pods')!));
+    if (mode === 'RBAC') authzChain.push(rbac);
+    if (mode === 'AlwaysAllow')
+      authzChain.push({ authorize: () => ({ decision: 'allow', reason: 'AlwaysAllow' }) });
+  }
+  const app = createServer({
+    store,
+    kinds,
+    caches,
+    authn: new Authenticator(tokens),
+    authz: new UnionAuthorizer(authzChain),
+    rbac,
+    log,
+    registry,
+    kubeletTls,
+    tls: { cert, key, ca },
+    serverAddress: `${opts.bindAddress}:${opts.securePort}`,
+    bookmarkIntervalMs: opts.bookmarkIntervalMs,
+    ready: async () => {
+      await withTimeout(store.currentRevision(), 3000, 'store read');
+    },
+  });
+  try {
+    await app.listen({ host: opts.bindAddress, port: opts.securePort });
+  } catch (err) {
+    throw new StartupError(
+      `cannot listen on ${opts.bindAddress}:${opts.securePort}: ${(err as Error).message}`,
+    );
+  }
+  const url = `https://${opts.bindAddress.includes(':') ? `[${opts.bindAddress}]` : opts.bindAddress}:${opts.securePort}`;
+  log.info({ url, store: opts.etcdServers }, 'kubit-apiserver serving');
+  return {
+    app,
+    url,
+    async stop() {
+      await Promise.all([...caches.values()].map((c) => c.stop()));
+      await app.close();
+      store.close();
+    },
+  };
+}

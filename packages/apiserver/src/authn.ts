@@ -1,0 +1,83 @@
+// Authentication: client certificates (CN is the user, O the groups) and
+// bearer tokens from a Kubernetes token CSV. Anonymous requests are refused.
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+
+export interface UserInfo {
+  name: string;
+  uid?: string;
+  groups: string[];
+}
+
+/** Splits one CSV line, honouring double quotes. */
+function csvFields(line: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i];
+    if (quoted) {
+      if (ch === '"' && line[i + 1] === '"') {
+        cur += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else cur += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') {
+      out.push(cur);
+      cur = '';
+    } else cur += ch;
+  }
+  out.push(cur);
+  return out.map((s) => s.trim());
+}
+
+/** Reads a --token-auth-file: `token,user,uid,"group1,group2"` per line. */
+export function loadTokenFile(path: string): Map<string, UserInfo> {
+  const tokens = new Map<string, UserInfo>();
+  const lines = readFileSync(path, 'utf8').split(/\r?\n/);
+  lines.forEach((line, i) => {
+    if (line.trim() === '' || line.trim().startsWith('#')) return;
+    const f = csvFields(line);
+    if (f.length < 3 || !f[0] || !f[1]) {
+      throw new Error(`${path}:${i + 1}: expected token,user,uid[,"group1,group2"]`);
+    }
+    const groups = f[3]
+      ? f[3]
+          .split(',')
+          .map((g) => g.trim())
+          .filter((g) => g)
+      : [];
+    tokens.set(f[0], { name: f[1], uid: f[2], groups });
+  });
+  return tokens;
+}
+
+export class Authenticator {
+  constructor(private readonly tokens: Map<string, UserInfo>) {}
+
+  /** The user a request comes from, or null when it proves no identity. */
+  authenticate(req: IncomingMessage): UserInfo | null {
+    const auth = req.headers.authorization;
+    if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) {
+      const u = this.tokens.get(auth.replace(/^bearer\s+/i, '').trim());
+      return u ? withAuthenticated(u) : null;
+    }
+    const sock = req.socket as TLSSocket;
+    if (sock.authorized && typeof sock.getPeerCertificate === 'function') {
+      const cert = sock.getPeerCertificate();
+      const cn = cert?.subject?.CN;
+      if (typeof cn === 'string' && cn) {
+        const o = cert.subject.O;
+        const groups = Array.isArray(o) ? o : typeof o === 'string' ? [o] : [];
+        return withAuthenticated({ name: cn, groups });
+      }
+    }
+    return null;
+  }
+}
+
+function withAuthenticated(u: UserInfo): UserInfo {
+  return { ...u, groups: [...new Set([...u.groups, 'system:authenticated'])] };
+}

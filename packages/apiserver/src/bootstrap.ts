@@ -1,0 +1,275 @@
+// What exists from the first start: the system namespaces and the bootstrap
+// RBAC policy (cluster-admin for system:masters, roles for the scheduler, the
+// controller manager and nodes, discovery for everyone authenticated).
+// Roles and bindings marked autoupdate get this version's rules on every start.
+// Other objects that exist are left alone, so an operator's edits survive restarts.
+
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@kubit/daemon';
+import { SYSTEM_NAMESPACES } from './admission.js';
+import { nowRfc3339 } from './objects.js';
+import type { KObject, Store } from './storage.js';
+
+const RBAC = 'rbac.authorization.k8s.io/v1';
+const READ = ['get', 'list', 'watch'];
+const WRITE = ['create', 'update', 'patch', 'delete'];
+
+function clusterRole(name: string, rules: unknown[]): KObject {
+  return {
+    apiVersion: RBAC,
+    kind: 'ClusterRole',
+    metadata: {
+      name,
+      labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' },
+      annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' },
+    },
+    rules,
+  };
+}
+
+function binding(name: string, role: string, subjects: { kind: string; name: string }[]): KObject {
+  return {
+    apiVersion: RBAC,
+    kind: 'ClusterRoleBinding',
+    metadata: {
+      name,
+      labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' },
+      annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' },
+    },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+    subjects: subjects.map((s) => ({ ...s, apiGroup: 'rbac.authorization.k8s.io' })),
+  };
+}
+
+const eventsRule = {
+  apiGroups: ['', 'events.k8s.io'],
+  resources: ['events'],
+  verbs: ['create', 'patch', 'update'],
+};
+
+export const bootstrapClusterRoles: KObject[] = [
+  clusterRole('cluster-admin', [
+    { apiGroups: ['*'], resources: ['*'], verbs: ['*'] },
+    { nonResourceURLs: ['*'], verbs: ['*'] },
+  ]),
+  clusterRole('system:discovery', [
+    {
+      nonResourceURLs: [
+        '/api',
+        '/api/*',
+        '/apis',
+        '/apis/*',
+        '/openapi',
+        '/openapi/*',
+        '/version',
+        '/version/',
+        '/healthz',
+        '/livez',
+        '/readyz',
+      ],
+      verbs: ['get'],
+    },
+  ]),
+  clusterRole('system:public-info-viewer', [
+    { nonResourceURLs: ['/healthz', '/livez', '/readyz', '/version', '/version/'], verbs: ['get'] },
+  ]),
+  clusterRole('system:basic-user', [
+    {
+      apiGroups: ['authorization.k8s.io'],
+      resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'],
+      verbs: ['create'],
+    },
+  ]),
+  clusterRole('system:kube-scheduler', [
+    eventsRule,
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    {
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      resourceNames: ['kube-scheduler'],
+      verbs: ['get', 'update', 'patch'],
+    },
+    { apiGroups: [''], resources: ['nodes', 'namespaces'], verbs: READ },
+    { apiGroups: [''], resources: ['pods'], verbs: [...READ, 'delete'] },
+    { apiGroups: [''], resources: ['bindings', 'pods/binding'], verbs: ['create'] },
+    { apiGroups: [''], resources: ['pods/status'], verbs: ['patch', 'update'] },
+    {
+      apiGroups: ['', 'apps'],
+      resources: [
+        'replicationcontrollers',
+        'services',
+        'replicasets',
+        'statefulsets',
+        'persistentvolumeclaims',
+        'persistentvolumes',
+        'configmaps',
+      ],
+      verbs: READ,
+    },
+  ]),
+  // Kubernetes gives each controller its own role; Kubit's controller manager runs
+  // them all under one identity, so their rules are folded into this one role.
+  clusterRole('system:kube-controller-manager', [
+    // Events from every controller (core and events.k8s.io).
+    eventsRule,
+    // Shared informers list and watch everything; the garbage collector reads any owner.
+    { apiGroups: ['*'], resources: ['*'], verbs: READ },
+    // Leader election: list/watch here (node leases too); get/create/update of its own
+    // Lease is granted in kube-system only (system::leader-locking-kube-controller-manager).
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['list', 'watch'] },
+    // Replica set and deployment controllers, node lifecycle (eviction), pod GC.
+    { apiGroups: [''], resources: ['pods'], verbs: [...READ, 'create', 'delete', 'patch', 'update'] },
+    { apiGroups: [''], resources: ['pods/status'], verbs: ['update', 'patch'] },
+    // Node lifecycle (taints, conditions) and node IPAM (podCIDR).
+    { apiGroups: [''], resources: ['nodes'], verbs: [...READ, 'update', 'patch'] },
+    { apiGroups: [''], resources: ['nodes/status'], verbs: ['update', 'patch'] },
+    {
+      apiGroups: ['apps'],
+      resources: [
+        'replicasets',
+        'replicasets/status',
+        'replicasets/scale',
+        'deployments',
+        'deployments/status',
+        'deployments/scale',
+      ],
+      verbs: [...READ, ...WRITE, 'deletecollection'],
+    },
+    // Namespace controller: marks, empties and finalizes namespaces.
+    { apiGroups: [''], resources: ['namespaces'], verbs: [...READ, 'delete'] },
+    { apiGroups: [''], resources: ['namespaces/finalize', 'namespaces/status'], verbs: ['update'] },
+    // What the namespace controller empties and the garbage collector updates (owner
+    // references, finalizers) or deletes.
+    {
+      apiGroups: [''],
+      resources: ['services', 'endpoints', 'configmaps', 'secrets', 'serviceaccounts'],
+      verbs: [...READ, ...WRITE, 'deletecollection'],
+    },
+    {
+      apiGroups: ['', 'events.k8s.io'],
+      resources: ['events'],
+      verbs: ['delete', 'deletecollection'],
+    },
+    {
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      verbs: ['delete', 'deletecollection'],
+    },
+    { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+  ]),
+  // Kubelets are authorized by the Node authorizer; this role documents what a node does
+  // and is left unbound, as in Kubernetes.
+  clusterRole('system:node', [
+    eventsRule,
+    { apiGroups: [''], resources: ['nodes'], verbs: [...READ, 'create', 'update', 'patch'] },
+    { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch', 'update'] },
+    { apiGroups: [''], resources: ['pods'], verbs: [...READ, 'delete'] },
+    { apiGroups: [''], resources: ['pods/status'], verbs: ['patch', 'update'] },
+    { apiGroups: [''], resources: ['configmaps', 'secrets'], verbs: ['get', 'list', 'watch'] },
+    {
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      verbs: ['create', 'delete', 'get', 'patch', 'update'],
+    },
+  ]),
+];
+
+export const bootstrapBindings: KObject[] = [
+  binding('cluster-admin', 'cluster-admin', [{ kind: 'Group', name: 'system:masters' }]),
+  binding('system:discovery', 'system:discovery', [{ kind: 'Group', name: 'system:authenticated' }]),
+  binding('system:public-info-viewer', 'system:public-info-viewer', [
+    { kind: 'Group', name: 'system:authenticated' },
+  ]),
+  binding('system:basic-user', 'system:basic-user', [{ kind: 'Group', name: 'system:authenticated' }]),
+  binding('system:kube-scheduler', 'system:kube-scheduler', [
+    { kind: 'User', name: 'system:kube-scheduler' },
+  ]),
+  binding('system:kube-controller-manager', 'system:kube-controller-manager', [
+    { kind: 'User', name: 'system:kube-controller-manager' },
+  ]),
+];
+
+/** Namespaced bootstrap policy: the controller manager's own leader Lease in kube-system. */
+export const bootstrapRoles: KObject[] = [
+  {
+    apiVersion: RBAC,
+    kind: 'Role',
+    metadata: {
+      name: 'system::leader-locking-kube-controller-manager',
+      namespace: 'kube-system',
+      labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' },
+      annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' },
+    },
+    rules: [
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'create', 'update', 'patch'],
+      },
+    ],
+  },
+];
+
+export const bootstrapRoleBindings: KObject[] = [
+  {
+    apiVersion: RBAC,
+    kind: 'RoleBinding',
+    metadata: {
+      name: 'system::leader-locking-kube-controller-manager',
+      namespace: 'kube-system',
+      labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' },
+      annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' },
+    },
+    roleRef: {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: 'system::leader-locking-kube-controller-manager',
+    },
+    subjects: [
+      { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:kube-controller-manager' },
+    ],
+  },
+];
+
+function withMeta(o: KObject): KObject {
+  return { ...o, metadata: { ...o.metadata, uid: randomUUID(), creationTimestamp: nowRfc3339() } };
+}
+
+export async function bootstrap(store: Store, log: Logger): Promise<void> {
+  const created: string[] = [];
+  const updated: string[] = [];
+  const ensure = async (key: string, o: KObject, reconcile?: 'rules' | 'subjects') => {
+    const r = await store.create(key, withMeta(o));
+    if (r.ok) {
+      created.push(key);
+      return;
+    }
+    // As Kubernetes reconciles its bootstrap policy: a role marked autoupdate gets this
+    // version's rules (a binding its subjects), so an upgrade grants what new code needs.
+    if (!reconcile) return;
+    const cur = await store.get(key);
+    const annotations = (cur?.obj.metadata?.annotations ?? {}) as Record<string, unknown>;
+    if (!cur || annotations['rbac.authorization.kubernetes.io/autoupdate'] !== 'true') return;
+    if (JSON.stringify(cur.obj[reconcile]) === JSON.stringify(o[reconcile])) return;
+    const w = await store.update(key, { ...cur.obj, [reconcile]: o[reconcile] }, cur.rev);
+    if (w.ok) updated.push(key);
+  };
+  for (const ns of SYSTEM_NAMESPACES) {
+    await ensure(`/registry/namespaces/${ns}`, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: ns, labels: { 'kubernetes.io/metadata.name': ns } },
+      spec: { finalizers: ['kubernetes'] },
+      status: { phase: 'Active' },
+    });
+  }
+  for (const r of bootstrapClusterRoles)
+    await ensure(`/registry/clusterroles/${String(r.metadata?.name)}`, r, 'rules');
+  for (const b of bootstrapBindings)
+    await ensure(`/registry/clusterrolebindings/${String(b.metadata?.name)}`, b, 'subjects');
+  const nsKey = (o: KObject) => `${String(o.metadata?.namespace)}/${String(o.metadata?.name)}`;
+  for (const r of bootstrapRoles) await ensure(`/registry/roles/${nsKey(r)}`, r, 'rules');
+  for (const b of bootstrapRoleBindings) await ensure(`/registry/rolebindings/${nsKey(b)}`, b, 'subjects');
+  if (created.length > 0) log.info({ created }, 'bootstrap objects created');
+  if (updated.length > 0) log.info({ updated }, 'bootstrap policy reconciled');
+}

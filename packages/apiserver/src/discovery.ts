@@ -1,0 +1,289 @@
+// What clients read to learn the API: /api, /apis, /api/v1, /apis/<g>/<v>,
+// aggregated discovery (apidiscovery.k8s.io/v2), /version and a minimal
+// /openapi/v3 that tells kubectl the server validates fields itself.
+import { createHash } from 'node:crypto';
+import type { KindRegistry } from './kinds/index.js';
+import { groupVersion, type KindDef } from './kinds/types.js';
+
+const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+/** Resources served without storage (reviews). */
+const REVIEW_RESOURCES = [
+  {
+    group: 'authorization.k8s.io',
+    version: 'v1',
+    resource: 'selfsubjectaccessreviews',
+    kind: 'SelfSubjectAccessReview',
+    singular: 'selfsubjectaccessreview',
+  },
+  {
+    group: 'authorization.k8s.io',
+    version: 'v1',
+    resource: 'subjectaccessreviews',
+    kind: 'SubjectAccessReview',
+    singular: 'subjectaccessreview',
+  },
+  {
+    group: 'authorization.k8s.io',
+    version: 'v1',
+    resource: 'selfsubjectrulesreviews',
+    kind: 'SelfSubjectRulesReview',
+    singular: 'selfsubjectrulesreview',
+  },
+];
+
+function subresourceVerbs(sub: string): string[] {
+  if (sub === 'status' || sub === 'scale') return ['get', 'patch', 'update'];
+  if (sub === 'binding') return ['create'];
+  if (sub === 'log') return ['get'];
+  if (sub === 'finalize') return ['update'];
+  return ['get'];
+}
+
+function subresourceKind(def: KindDef, sub: string): { group: string; version: string; kind: string } {
+  if (sub === 'binding') return { group: '', version: 'v1', kind: 'Binding' };
+  if (sub === 'log') return { group: '', version: 'v1', kind: 'Pod' };
+  if (sub === 'scale') return { group: 'autoscaling', version: 'v1', kind: 'Scale' };
+  return { group: def.group, version: def.version, kind: def.kind };
+}
+
+export class Discovery {
+  constructor(
+    private readonly kinds: KindRegistry,
+    private readonly serverAddress: string,
+  ) {}
+
+  version() {
+    return {
+      major: '1',
+      minor: '32',
+      gitVersion: 'v1.32.0-kubit',
+      gitCommit: '0000000000000000000000000000000000000000',
+      gitTreeState: 'clean',
+      buildDate: '2026-01-01T00:00:00Z',
+      goVersion: `node${process.versions.node}`,
+      compiler: 'tsc',
+      platform: `${process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}`,
+    };
+  }
+
+  apiVersions() {
+    return {
+      kind: 'APIVersions',
+      versions: ['v1'],
+      serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: this.serverAddress }],
+    };
+  }
+
+  private groupVersions(): { group: string; versions: string[] }[] {
+    const m = this.kinds.groups();
+    for (const r of REVIEW_RESOURCES) {
+      const vs = m.get(r.group) ?? [];
+      if (!vs.includes(r.version)) vs.push(r.version);
+      m.set(r.group, vs);
+    }
+    return [...m.entries()].filter(([g]) => g !== '').map(([group, versions]) => ({ group, versions }));
+  }
+
+  apiGroupList() {
+    return {
+      kind: 'APIGroupList',
+      apiVersion: 'v1',
+      groups: this.groupVersions().map(({ group, versions }) => ({
+        name: group,
+        versions: versions.map((v) => ({ groupVersion: `${group}/${v}`, version: v })),
+        preferredVersion: { groupVersion: `${group}/${versions[0]}`, version: versions[0] },
+      })),
+    };
+  }
+
+  apiGroup(group: string) {
+    const gv = this.groupVersions().find((g) => g.group === group);
+    if (!gv) return undefined;
+    return {
+      kind: 'APIGroup',
+      apiVersion: 'v1',
+      name: group,
+      versions: gv.versions.map((v) => ({ groupVersion: `${group}/${v}`, version: v })),
+      preferredVersion: { groupVersion: `${group}/${gv.versions[0]}`, version: gv.versions[0] },
+    };
+  }
+
+  /** /api/v1 or /apis/<g>/<v>; undefined when the group/version is not served. */
+  resourceList(group: string, version: string) {
+    const defs = this.kinds.inGroupVersion(group, version);
+    const reviews = REVIEW_RESOURCES.filter((r) => r.group === group && r.version === version);
+    if (defs.length === 0 && reviews.length === 0) return undefined;
+    const resources: Record<string, unknown>[] = [];
+    for (const d of defs) {
+      resources.push({
+        name: d.resource,
+        singularName: d.singular,
+        namespaced: d.namespaced,
+        kind: d.kind,
+        verbs: ALL_VERBS,
+        ...(d.shortNames ? { shortNames: d.shortNames } : {}),
+        ...(d.categories ? { categories: d.categories } : {}),
+        storageVersionHash: createHash('sha256')
+          .update(groupVersion(d) + d.kind)
+          .digest('base64')
+          .slice(0, 11),
+      });
+      for (const sub of d.subresources) {
+        const k = subresourceKind(d, sub);
+        resources.push({
+          name: `${d.resource}/${sub}`,
+          singularName: '',
+          namespaced: d.namespaced,
+          ...(k.group !== d.group ? { group: k.group, version: k.version } : {}),
+          kind: k.kind,
+          verbs: subresourceVerbs(sub),
+        });
+      }
+    }
+    for (const r of reviews) {
+      resources.push({
+        name: r.resource,
+        singularName: r.singular,
+        namespaced: false,
+        kind: r.kind,
+        verbs: ['create'],
+      });
+    }
+    return {
+      kind: 'APIResourceList',
+      apiVersion: 'v1',
+      groupVersion: group ? `${group}/${version}` : version,
+      resources,
+    };
+  }
+
+  /** apidiscovery.k8s.io/v2 APIGroupDiscoveryList for /api (legacy) or /apis. */
+  aggregated(legacy: boolean, apiVersion = 'apidiscovery.k8s.io/v2') {
+    const groups = legacy ? [{ group: '', versions: ['v1'] }] : this.groupVersions();
+    return {
+      kind: 'APIGroupDiscoveryList',
+      apiVersion,
+      metadata: {},
+      items: groups.map(({ group, versions }) => ({
+        metadata: { name: group, creationTimestamp: null },
+        versions: versions.map((version) => {
+          const defs = this.kinds.inGroupVersion(group, version);
+          const reviews = REVIEW_RESOURCES.filter((r) => r.group === group && r.version === version);
+          return {
+            version,
+            resources: [
+              ...defs.map((d) => ({
+                resource: d.resource,
+                responseKind: { group: d.group, version: d.version, kind: d.kind },
+                scope: d.namespaced ? 'Namespaced' : 'Cluster',
+                singularResource: d.singular,
+                verbs: ALL_VERBS,
+                ...(d.shortNames ? { shortNames: d.shortNames } : {}),
+                ...(d.categories ? { categories: d.categories } : {}),
+                ...(d.subresources.length > 0
+                  ? {
+                      subresources: d.subresources.map((sub) => ({
+                        subresource: sub,
+                        responseKind: subresourceKind(d, sub),
+                        verbs: subresourceVerbs(sub),
+                      })),
+                    }
+                  : {}),
+              })),
+              ...reviews.map((r) => ({
+                resource: r.resource,
+                responseKind: { group: r.group, version: r.version, kind: r.kind },
+                scope: 'Cluster',
+                singularResource: r.singular,
+                verbs: ['create'],
+              })),
+            ],
+            freshness: 'Current',
+          };
+        }),
+      })),
+    };
+  }
+
+  private gvPath(group: string, version: string): string {
+    return group ? `apis/${group}/${version}` : `api/${version}`;
+  }
+
+  openapiRoot() {
+    const paths: Record<string, { serverRelativeURL: string }> = {};
+    for (const { group, versions } of [{ group: '', versions: ['v1'] }, ...this.groupVersions()]) {
+      for (const v of versions) {
+        const p = this.gvPath(group, v);
+        const hash = createHash('sha256')
+          .update(JSON.stringify(this.openapiFor(group, v)))
+          .digest('hex')
+          .slice(0, 32);
+        paths[p] = { serverRelativeURL: `/openapi/v3/${p}?hash=${hash}` };
+      }
+    }
+    return { paths };
+  }
+
+  /**
+   * A minimal OpenAPI v3 document for one group-version: every PATCH operation
+   * with its group-version-kind and the fieldValidation parameter, which is
+   * what kubectl looks for before leaving field validation to the server.
+   */
+  openapiFor(group: string, version: string) {
+    const defs = this.kinds.inGroupVersion(group, version);
+    const paths: Record<string, unknown> = {};
+    const params = [
+      { name: 'dryRun', in: 'query', schema: { type: 'string', uniqueItems: true } },
+      { name: 'fieldManager', in: 'query', schema: { type: 'string', uniqueItems: true } },
+      { name: 'fieldValidation', in: 'query', schema: { type: 'string', uniqueItems: true } },
+      { name: 'force', in: 'query', schema: { type: 'boolean', uniqueItems: true } },
+    ];
+    const base = `/${this.gvPath(group, version)}`;
+    for (const d of defs) {
+      const item = d.namespaced
+        ? `${base}/namespaces/{namespace}/${d.resource}/{name}`
+        : `${base}/${d.resource}/{name}`;
+      const op = (action: string, gvk: { group: string; version: string; kind: string }) => ({
+        tags: [group || 'core'],
+        operationId: `${action}${d.kind}`,
+        parameters: params,
+        requestBody: {
+          content: {
+            'application/json-patch+json': { schema: { type: 'object' } },
+            'application/merge-patch+json': { schema: { type: 'object' } },
+            'application/apply-patch+yaml': { schema: { type: 'object' } },
+          },
+          required: true,
+        },
+        responses: { '200': { description: 'OK' } },
+        'x-kubernetes-action': 'patch',
+        'x-kubernetes-group-version-kind': gvk,
+      });
+      paths[item] = { patch: op('patch', { group: d.group, version: d.version, kind: d.kind }) };
+      if (d.subresources.includes('status'))
+        paths[`${item}/status`] = {
+          patch: op('patchStatus', { group: d.group, version: d.version, kind: d.kind }),
+        };
+      if (d.subresources.includes('scale'))
+        paths[`${item}/scale`] = { patch: op('patchScale', subresourceKind(d, 'scale')) };
+    }
+    return {
+      openapi: '3.0.0',
+      info: { title: 'Kubernetes', version: 'v1.32.0-kubit' },
+      paths,
+      components: { schemas: {} },
+    };
+  }
+
+  /** Whether `path` (after /openapi/v3/) names a served group-version. */
+  openapiPath(path: string): { group: string; version: string } | undefined {
+    const p = path.split('/').filter((x) => x);
+    if (p[0] === 'api' && p.length === 2 && p[1] === 'v1') return { group: '', version: 'v1' };
+    if (p[0] === 'apis' && p.length === 3) {
+      const gv = this.groupVersions().find((g) => g.group === p[1] && g.versions.includes(p[2]));
+      if (gv) return { group: p[1], version: p[2] };
+    }
+    return undefined;
+  }
+}

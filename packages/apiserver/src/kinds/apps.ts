@@ -1,0 +1,156 @@
+// apps/v1 ReplicaSets and Deployments: the status strategy, the scale
+// subresource and the columns of `kubectl get rs` / `kubectl get deploy`.
+// Defaulting and validation (selector vs template labels, strategy rules,
+// immutable selector) come from @kubit/api.
+import {
+  defaultDeployment,
+  defaultReplicaSet,
+  type LabelSelector,
+  labelSelectorAsSelector,
+} from '@kubit/api';
+import { schemas } from '../model/schema.js';
+import type { KObject } from '../storage.js';
+import { age } from '../table.js';
+import { arr, type Column, type KindDef, obj, str } from './types.js';
+
+const AGE: Column = { name: 'Age', type: 'string', description: 'CreationTimestamp', priority: 0 };
+
+/** The wide-only columns both kinds share: what the pod template runs and what the selector picks. */
+const TEMPLATE_COLUMNS: Column[] = [
+  {
+    name: 'Containers',
+    type: 'string',
+    description: 'Names of each container in the template.',
+    priority: 1,
+  },
+  {
+    name: 'Images',
+    type: 'string',
+    description: 'Images referenced by each container in the template.',
+    priority: 1,
+  },
+  { name: 'Selector', type: 'string', description: 'Label selector for pods.', priority: 1 },
+];
+
+/** spec.selector as the label-selector string Kubernetes prints ("app=web,tier in (a,b)"). */
+export function selectorText(o: KObject): string {
+  const sel = obj(o.spec).selector;
+  if (!sel || typeof sel !== 'object') return '';
+  try {
+    return labelSelectorAsSelector(sel as LabelSelector).toString();
+  } catch {
+    // Stored objects were validated; an unparsable selector prints as nothing rather than failing a list.
+    return '';
+  }
+}
+
+function templateCells(o: KObject): string[] {
+  const containers = arr(obj(obj(obj(o.spec).template).spec).containers).map(obj);
+  return [
+    containers.map((c) => str(c.name)).join(','),
+    containers.map((c) => str(c.image)).join(','),
+    selectorText(o) || '<none>',
+  ];
+}
+
+const int = (v: unknown): number => (typeof v === 'number' ? v : 0);
+
+/** What ReplicaSets and Deployments share: status kept apart from spec, generation, scale. */
+const scalable = {
+  group: 'apps',
+  version: 'v1',
+  namespaced: true,
+  categories: ['all'],
+  nameRule: 'subdomain' as const,
+  subresources: ['status', 'scale'],
+  generation: true,
+  prepareForUpdate(o: KObject, old: KObject) {
+    o.status = old.status;
+  },
+  prepareForStatusUpdate(o: KObject, old: KObject) {
+    o.spec = old.spec;
+  },
+};
+
+export const replicasets: KindDef = {
+  ...scalable,
+  kind: 'ReplicaSet',
+  resource: 'replicasets',
+  singular: 'replicaset',
+  shortNames: ['rs'],
+  schema: schemas.replicaSet,
+  defaults: (rs) => void defaultReplicaSet(rs),
+  prepareForCreate(rs) {
+    // status.replicas is not omitempty in Kubernetes: a new ReplicaSet reports 0.
+    rs.status = { replicas: 0 };
+  },
+  fields: (rs) => ({ 'status.replicas': String(int(obj(rs.status).replicas)) }),
+  table: {
+    columns: [
+      { name: 'Desired', type: 'integer', description: 'Number of desired pods.', priority: 0 },
+      { name: 'Current', type: 'integer', description: 'Number of actual pods.', priority: 0 },
+      { name: 'Ready', type: 'integer', description: 'Number of pods ready.', priority: 0 },
+      AGE,
+      ...TEMPLATE_COLUMNS,
+    ],
+    cells(rs, now) {
+      const status = obj(rs.status);
+      return [
+        int(obj(rs.spec).replicas),
+        int(status.replicas),
+        int(status.readyReplicas),
+        age(rs, now),
+        ...templateCells(rs),
+      ];
+    },
+  },
+};
+
+export const deployments: KindDef = {
+  ...scalable,
+  kind: 'Deployment',
+  resource: 'deployments',
+  singular: 'deployment',
+  shortNames: ['deploy'],
+  schema: schemas.deployment,
+  defaults: (d) => void defaultDeployment(d),
+  prepareForCreate(d) {
+    d.status = {};
+  },
+  table: {
+    columns: [
+      {
+        name: 'Ready',
+        type: 'string',
+        description: 'Number of the pod with ready state',
+        priority: 0,
+      },
+      {
+        name: 'Up-to-date',
+        type: 'integer',
+        description:
+          'Total number of non-terminated pods targeted by this deployment that have the desired template spec.',
+        priority: 0,
+      },
+      {
+        name: 'Available',
+        type: 'integer',
+        description:
+          'Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.',
+        priority: 0,
+      },
+      AGE,
+      ...TEMPLATE_COLUMNS,
+    ],
+    cells(d, now) {
+      const status = obj(d.status);
+      return [
+        `${int(status.readyReplicas)}/${int(obj(d.spec).replicas)}`,
+        int(status.updatedReplicas),
+        int(status.availableReplicas),
+        age(d, now),
+        ...templateCells(d),
+      ];
+    },
+  },
+};

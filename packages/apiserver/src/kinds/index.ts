@@ -1,0 +1,79 @@
+// The kind registry: every resource the apiserver serves, by group/version/resource.
+
+import { deployments, replicasets } from './apps.js';
+import {
+  clusterrolebindings,
+  clusterroles,
+  configmaps,
+  events,
+  eventsV1,
+  leases,
+  namespaces,
+  nodes,
+  rolebindings,
+  roles,
+  secrets,
+  serviceaccounts,
+} from './core.js';
+import { pods } from './pods.js';
+import { groupVersion, type KindDef } from './types.js';
+
+export type { Column, KindDef, TableDef } from './types.js';
+export { groupVersion } from './types.js';
+
+export class KindRegistry {
+  private readonly byPath = new Map<string, KindDef>();
+  readonly all: KindDef[] = [];
+
+  constructor(defs: KindDef[]) {
+    for (const d of defs) this.add(d);
+  }
+
+  add(def: KindDef): void {
+    this.all.push(def);
+    this.byPath.set(`${groupVersion(def)}/${def.resource}`, def);
+  }
+
+  lookup(group: string, version: string, resource: string): KindDef | undefined {
+    return this.byPath.get(`${group ? `${group}/` : ''}${version}/${resource}`);
+  }
+
+  /** Group → versions, in registration order (the first is preferred). */
+  groups(): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    for (const d of this.all) {
+      const vs = out.get(d.group) ?? [];
+      if (!vs.includes(d.version)) vs.push(d.version);
+      out.set(d.group, vs);
+    }
+    return out;
+  }
+
+  inGroupVersion(group: string, version: string): KindDef[] {
+    return this.all.filter((d) => d.group === group && d.version === version);
+  }
+
+  storageResource(def: KindDef): string {
+    return def.storageResource ?? def.resource;
+  }
+}
+
+export function builtinKinds(): KindDef[] {
+  return [
+    namespaces,
+    pods,
+    nodes,
+    events,
+    configmaps,
+    secrets,
+    serviceaccounts,
+    eventsV1,
+    leases,
+    roles,
+    clusterroles,
+    rolebindings,
+    clusterrolebindings,
+    replicasets,
+    deployments,
+  ];
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+// kubit-apiserver: the Kubernetes REST API over a store speaking etcd's v3 API.
+import { createLogger, createRegistry, intArg, listArg, runMain, Shutdown } from '@kubit/daemon';
+import { Command } from 'commander';
+import { startApiServer } from './apiserver.js';
+
+const program = new Command('kubit-apiserver')
+  .description('The Kubernetes API server of Kubit: REST + watch over HTTPS, state in etcd (or kubit-store).')
+  .option('--bind-address <ip>', 'address to serve HTTPS on', '0.0.0.0')
+  .option('--secure-port <port>', 'port to serve HTTPS on', intArg(1, 65535), 6443)
+  .requiredOption('--tls-cert-file <file>', 'serving certificate (PEM)')
+  .requiredOption('--tls-private-key-file <file>', 'serving key (PEM)')
+  .option('--client-ca-file <file>', 'CA whose client certificates authenticate users (CN user, O groups)')
+  .option('--token-auth-file <file>', 'bearer tokens, CSV: token,user,uid,"group1,group2"')
+  .option('--etcd-servers <urls>', 'store endpoints, comma-separated', listArg, [])
+  .option('--etcd-cafile <file>', 'CA of the store')
+  .option('--etcd-certfile <file>', 'client certificate for the store')
+  .option('--etcd-keyfile <file>', 'client key for the store')
+  .option('--authorization-mode <modes>', 'authorizers in order: Node, RBAC, AlwaysAllow', listArg, [])
+  .option('--kubelet-client-certificate <file>', 'client certificate towards kubelets (logs)')
+  .option('--kubelet-client-key <file>', 'client key towards kubelets')
+  .option('--kubelet-certificate-authority <file>', 'CA of the kubelets serving certificates')
+  .option(
+    '--watch-cache-history <n>',
+    'events kept per resource for watch resumption',
+    intArg(10, 10_000_000),
+    5000,
+  )
+  .option('--watch-bookmark-interval <seconds>', 'seconds between watch bookmarks', intArg(1, 3600), 10)
+  .option('--v <level>', 'log verbosity (accepted for compatibility)')
+  .action(async (o) => {
+    const log = createLogger({ name: 'kubit-apiserver' });
+    const registry = createRegistry();
+    const shutdown = new Shutdown(log);
+    shutdown.install();
+    const modes: string[] = o.authorizationMode.length > 0 ? o.authorizationMode : ['Node', 'RBAC'];
+    const server = await startApiServer(
+      {
+        bindAddress: o.bindAddress,
+        securePort: o.securePort,
+        tlsCertFile: o.tlsCertFile,
+        tlsPrivateKeyFile: o.tlsPrivateKeyFile,
+        clientCaFile: o.clientCaFile,
+        tokenAuthFile: o.tokenAuthFile,
+        etcdServers: o.etcdServers,
+        etcdCaFile: o.etcdCafile,
+        etcdCertFile: o.etcdCertfile,
+        etcdKeyFile: o.etcdKeyfile,
+        authorizationModes: modes,
+        kubeletClientCertificate: o.kubeletClientCertificate,
+        kubeletClientKey: o.kubeletClientKey,
+        kubeletCertificateAuthority: o.kubeletCertificateAuthority,
+        watchCacheHistory: o.watchCacheHistory,
+        bookmarkIntervalMs: o.watchBookmarkInterval * 1000,
+      },
+      log,
+      registry,
+    );
+    shutdown.add(() => server.stop());
+  });
+
+await runMain(program);

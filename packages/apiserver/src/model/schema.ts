@@ -1,0 +1,409 @@
+// Structural schemas: what fields each kind has and their JSON types. Decoding
+// checks a body against its schema so every later step can trust the shapes,
+// reports unknown fields (fieldValidation=Strict rejects them, the other modes
+// drop them, as Kubernetes' typed decoding does) and names wrong types.
+
+export type Schema =
+  | { t: 'string' | 'int' | 'number' | 'bool' | 'any' | 'intOrString' | 'quantity' }
+  | { t: 'object'; fields: Record<string, Schema>; open?: boolean }
+  | { t: 'map'; values: Schema }
+  | { t: 'list'; items: Schema };
+
+export const S = {
+  str: { t: 'string' } as Schema,
+  int: { t: 'int' } as Schema,
+  num: { t: 'number' } as Schema,
+  bool: { t: 'bool' } as Schema,
+  any: { t: 'any' } as Schema,
+  intOrStr: { t: 'intOrString' } as Schema,
+  quantity: { t: 'quantity' } as Schema,
+  obj: (fields: Record<string, Schema>, open = false): Schema => ({ t: 'object', fields, open }),
+  map: (values: Schema): Schema => ({ t: 'map', values }),
+  list: (items: Schema): Schema => ({ t: 'list', items }),
+};
+
+export interface DecodeProblems {
+  unknown: string[];
+  types: string[];
+}
+
+function jsonType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'object') return 'object';
+  return typeof v;
+}
+
+function goType(s: Schema): string {
+  switch (s.t) {
+    case 'string':
+      return 'string';
+    case 'int':
+      return 'int64';
+    case 'number':
+      return 'float64';
+    case 'bool':
+      return 'bool';
+    case 'object':
+      return 'struct';
+    case 'map':
+      return 'map[string]';
+    case 'list':
+      return 'slice';
+    default:
+      return s.t;
+  }
+}
+
+/**
+ * Checks `value` against `schema`, returning a copy without unknown fields and
+ * nulls (a null means "unset" to Kubernetes' decoder). Problems go to `probs`.
+ */
+export function conform(value: unknown, schema: Schema, path: string, probs: DecodeProblems): unknown {
+  if (value === null) return undefined;
+  const typeError = () => {
+    probs.types.push(
+      `json: cannot unmarshal ${jsonType(value)} into Go struct field ${path || '.'} of type ${goType(schema)}`,
+    );
+    return undefined;
+  };
+  switch (schema.t) {
+    case 'any':
+      return value;
+    case 'string':
+      return typeof value === 'string' ? value : typeError();
+    case 'int':
+      return typeof value === 'number' && Number.isInteger(value) ? value : typeError();
+    case 'number':
+      return typeof value === 'number' ? value : typeError();
+    case 'bool':
+      return typeof value === 'boolean' ? value : typeError();
+    case 'intOrString':
+      return typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value))
+        ? value
+        : typeError();
+    case 'quantity':
+      return typeof value === 'string' || typeof value === 'number' ? value : typeError();
+    case 'map': {
+      if (jsonType(value) !== 'object') return typeError();
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+        const c = conform(v, schema.values, `${path}[${k}]`, probs);
+        if (c !== undefined) out[k] = c;
+      }
+      return out;
+    }
+    case 'list': {
+      if (!Array.isArray(value)) return typeError();
+      return value.map((v, i) => conform(v, schema.items, `${path}[${i}]`, probs) ?? null);
+    }
+    case 'object': {
+      if (jsonType(value) !== 'object') return typeError();
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+        const fs = Object.hasOwn(schema.fields, k) ? schema.fields[k] : undefined;
+        const childPath = path ? `${path}.${k}` : k;
+        if (!fs) {
+          if (schema.open) out[k] = v;
+          else probs.unknown.push(childPath);
+          continue;
+        }
+        const c = conform(v, fs, childPath, probs);
+        if (c !== undefined) out[k] = c;
+      }
+      return out;
+    }
+  }
+}
+
+// ---- shared pieces of the built-in kinds ----
+
+const strList = S.list(S.str);
+const strMap = S.map(S.str);
+
+export const objectMeta = S.obj({
+  name: S.str,
+  generateName: S.str,
+  namespace: S.str,
+  selfLink: S.str,
+  uid: S.str,
+  resourceVersion: S.str,
+  generation: S.int,
+  creationTimestamp: S.str,
+  deletionTimestamp: S.str,
+  deletionGracePeriodSeconds: S.int,
+  labels: strMap,
+  annotations: strMap,
+  ownerReferences: S.list(
+    S.obj({
+      apiVersion: S.str,
+      kind: S.str,
+      name: S.str,
+      uid: S.str,
+      controller: S.bool,
+      blockOwnerDeletion: S.bool,
+    }),
+  ),
+  finalizers: strList,
+  managedFields: S.list(S.any),
+});
+
+const typeMeta = { apiVersion: S.str, kind: S.str, metadata: objectMeta };
+
+const resources = S.obj({ limits: S.map(S.quantity), requests: S.map(S.quantity), claims: S.list(S.any) });
+
+const container = S.obj({
+  name: S.str,
+  image: S.str,
+  command: strList,
+  args: strList,
+  workingDir: S.str,
+  ports: S.list(
+    S.obj({ name: S.str, hostPort: S.int, containerPort: S.int, protocol: S.str, hostIP: S.str }),
+  ),
+  envFrom: S.list(S.any),
+  env: S.list(S.obj({ name: S.str, value: S.str, valueFrom: S.any })),
+  resources,
+  resizePolicy: S.list(S.any),
+  restartPolicy: S.str,
+  volumeMounts: S.list(
+    S.obj({
+      name: S.str,
+      readOnly: S.bool,
+      recursiveReadOnly: S.str,
+      mountPath: S.str,
+      subPath: S.str,
+      mountPropagation: S.str,
+      subPathExpr: S.str,
+    }),
+  ),
+  volumeDevices: S.list(S.any),
+  livenessProbe: S.any,
+  readinessProbe: S.any,
+  startupProbe: S.any,
+  lifecycle: S.any,
+  terminationMessagePath: S.str,
+  terminationMessagePolicy: S.str,
+  imagePullPolicy: S.str,
+  securityContext: S.any,
+  stdin: S.bool,
+  stdinOnce: S.bool,
+  tty: S.bool,
+});
+
+const toleration = S.obj({
+  key: S.str,
+  operator: S.str,
+  value: S.str,
+  effect: S.str,
+  tolerationSeconds: S.int,
+});
+
+export const podSpec = S.obj({
+  volumes: S.list(S.any),
+  initContainers: S.list(container),
+  containers: S.list(container),
+  ephemeralContainers: S.list(S.any),
+  restartPolicy: S.str,
+  terminationGracePeriodSeconds: S.int,
+  activeDeadlineSeconds: S.int,
+  dnsPolicy: S.str,
+  nodeSelector: strMap,
+  serviceAccountName: S.str,
+  serviceAccount: S.str,
+  automountServiceAccountToken: S.bool,
+  nodeName: S.str,
+  hostNetwork: S.bool,
+  hostPID: S.bool,
+  hostIPC: S.bool,
+  shareProcessNamespace: S.bool,
+  securityContext: S.any,
+  imagePullSecrets: S.list(S.obj({ name: S.str })),
+  hostname: S.str,
+  subdomain: S.str,
+  affinity: S.any,
+  schedulerName: S.str,
+  tolerations: S.list(toleration),
+  hostAliases: S.list(S.any),
+  priorityClassName: S.str,
+  priority: S.int,
+  dnsConfig: S.any,
+  readinessGates: S.list(S.obj({ conditionType: S.str })),
+  runtimeClassName: S.str,
+  enableServiceLinks: S.bool,
+  preemptionPolicy: S.str,
+  overhead: S.map(S.quantity),
+  topologySpreadConstraints: S.list(S.any),
+  setHostnameAsFQDN: S.bool,
+  os: S.obj({ name: S.str }),
+  hostUsers: S.bool,
+  schedulingGates: S.list(S.obj({ name: S.str })),
+  resourceClaims: S.list(S.any),
+  resources: S.any,
+});
+
+const labelSelector = S.obj({
+  matchLabels: strMap,
+  matchExpressions: S.list(S.obj({ key: S.str, operator: S.str, values: strList })),
+});
+
+const podTemplateSpec = S.obj({ metadata: objectMeta, spec: podSpec });
+
+const replicaSetSpec = S.obj({
+  replicas: S.int,
+  minReadySeconds: S.int,
+  selector: labelSelector,
+  template: podTemplateSpec,
+});
+
+const deploymentSpec = S.obj({
+  replicas: S.int,
+  selector: labelSelector,
+  template: podTemplateSpec,
+  strategy: S.obj({
+    type: S.str,
+    rollingUpdate: S.obj({ maxUnavailable: S.intOrStr, maxSurge: S.intOrStr }),
+  }),
+  minReadySeconds: S.int,
+  revisionHistoryLimit: S.int,
+  paused: S.bool,
+  progressDeadlineSeconds: S.int,
+});
+
+export const schemas = {
+  pod: S.obj({ ...typeMeta, spec: podSpec, status: S.obj({}, true) }),
+  podTemplateSpec,
+  replicaSet: S.obj({ ...typeMeta, spec: replicaSetSpec, status: S.obj({}, true) }),
+  deployment: S.obj({ ...typeMeta, spec: deploymentSpec, status: S.obj({}, true) }),
+  /** autoscaling/v1 Scale, the body of the scale subresource. */
+  scale: S.obj({
+    ...typeMeta,
+    spec: S.obj({ replicas: S.int }),
+    status: S.obj({ replicas: S.int, selector: S.str }),
+  }),
+  node: S.obj({
+    ...typeMeta,
+    spec: S.obj({
+      podCIDR: S.str,
+      podCIDRs: strList,
+      providerID: S.str,
+      unschedulable: S.bool,
+      taints: S.list(S.obj({ key: S.str, value: S.str, effect: S.str, timeAdded: S.str })),
+      configSource: S.any,
+      externalID: S.str,
+    }),
+    status: S.obj({}, true),
+  }),
+  namespace: S.obj({ ...typeMeta, spec: S.obj({ finalizers: strList }), status: S.obj({}, true) }),
+  configMap: S.obj({ ...typeMeta, data: strMap, binaryData: strMap, immutable: S.bool }),
+  secret: S.obj({ ...typeMeta, data: strMap, stringData: strMap, type: S.str, immutable: S.bool }),
+  serviceAccount: S.obj({
+    ...typeMeta,
+    secrets: S.list(S.any),
+    imagePullSecrets: S.list(S.obj({ name: S.str })),
+    automountServiceAccountToken: S.bool,
+  }),
+  lease: S.obj({
+    ...typeMeta,
+    spec: S.obj({
+      holderIdentity: S.str,
+      leaseDurationSeconds: S.int,
+      acquireTime: S.str,
+      renewTime: S.str,
+      leaseTransitions: S.int,
+      strategy: S.str,
+      preferredHolder: S.str,
+    }),
+  }),
+  event: S.obj({
+    ...typeMeta,
+    involvedObject: S.any,
+    reason: S.str,
+    message: S.str,
+    source: S.obj({ component: S.str, host: S.str }),
+    firstTimestamp: S.str,
+    lastTimestamp: S.str,
+    count: S.int,
+    type: S.str,
+    eventTime: S.str,
+    series: S.any,
+    action: S.str,
+    related: S.any,
+    reportingComponent: S.str,
+    reportingInstance: S.str,
+  }),
+  eventV1: S.obj({
+    ...typeMeta,
+    eventTime: S.str,
+    series: S.any,
+    reportingController: S.str,
+    reportingInstance: S.str,
+    action: S.str,
+    reason: S.str,
+    regarding: S.any,
+    related: S.any,
+    note: S.str,
+    type: S.str,
+    deprecatedSource: S.any,
+    deprecatedFirstTimestamp: S.str,
+    deprecatedLastTimestamp: S.str,
+    deprecatedCount: S.int,
+  }),
+  role: S.obj({
+    ...typeMeta,
+    rules: S.list(
+      S.obj({
+        apiGroups: strList,
+        resources: strList,
+        verbs: strList,
+        resourceNames: strList,
+        nonResourceURLs: strList,
+      }),
+    ),
+    aggregationRule: S.any,
+  }),
+  roleBinding: S.obj({
+    ...typeMeta,
+    subjects: S.list(S.obj({ kind: S.str, apiGroup: S.str, name: S.str, namespace: S.str })),
+    roleRef: S.obj({ apiGroup: S.str, kind: S.str, name: S.str }),
+  }),
+  binding: S.obj({
+    ...typeMeta,
+    target: S.obj({
+      kind: S.str,
+      name: S.str,
+      namespace: S.str,
+      apiVersion: S.str,
+      uid: S.str,
+      resourceVersion: S.str,
+      fieldPath: S.str,
+    }),
+  }),
+  deleteOptions: S.obj({
+    apiVersion: S.str,
+    kind: S.str,
+    gracePeriodSeconds: S.int,
+    preconditions: S.obj({ uid: S.str, resourceVersion: S.str }),
+    orphanDependents: S.bool,
+    propagationPolicy: S.str,
+    dryRun: strList,
+  }),
+  selfSubjectAccessReview: S.obj({
+    ...typeMeta,
+    spec: S.obj({
+      resourceAttributes: S.obj({
+        namespace: S.str,
+        verb: S.str,
+        group: S.str,
+        version: S.str,
+        resource: S.str,
+        subresource: S.str,
+        name: S.str,
+        fieldSelector: S.any,
+        labelSelector: S.any,
+      }),
+      nonResourceAttributes: S.obj({ path: S.str, verb: S.str }),
+    }),
+    status: S.any,
+  }),
+};

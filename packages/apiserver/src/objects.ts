@@ -1,0 +1,114 @@
+// Decoding a request body into an object of a kind (schema, unknown fields,
+// kind/apiVersion/name/namespace checks) and the metadata rules shared by all
+// kinds (names, labels, system fields).
+import { badRequest, invalid, validateObject, validateUpdate } from '@kubit/api';
+import { groupVersion, type KindDef } from './kinds/types.js';
+import { conform, type DecodeProblems } from './model/schema.js';
+import type { KObject } from './storage.js';
+
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+
+export function parseFieldValidation(v: string | undefined): FieldValidation {
+  if (v === undefined || v === '') return 'Warn';
+  if (v === 'Strict' || v === 'Warn' || v === 'Ignore') return v;
+  throw badRequest(`fieldValidation parameter must be one of Ignore, Warn or Strict, not "${v}"`);
+}
+
+/**
+ * Checks a decoded body against the kind's schema. Returns the object without
+ * unknown fields; warnings collects what Warn mode reports.
+ */
+export function decodeObject(def: KindDef, raw: unknown, mode: FieldValidation, warnings: string[]): KObject {
+  const gv = groupVersion(def);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw badRequest(
+      `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: the body must be a JSON object`,
+    );
+  }
+  const r = raw as Record<string, unknown>;
+  if (r.apiVersion !== undefined && r.apiVersion !== gv) {
+    throw badRequest(
+      `the API version in the data (${String(r.apiVersion)}) does not match the expected API version (${gv})`,
+    );
+  }
+  if (r.kind !== undefined && r.kind !== def.kind) {
+    throw badRequest(
+      `the kind in the data (${String(r.kind)}) does not match the expected kind (${def.kind})`,
+    );
+  }
+  const probs: DecodeProblems = { unknown: [], types: [] };
+  const obj = conform(raw, def.schema, '', probs) as KObject;
+  if (probs.types.length > 0) {
+    throw badRequest(
+      `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: ${probs.types[0]}`,
+    );
+  }
+  if (probs.unknown.length > 0) {
+    if (mode === 'Strict') {
+      throw badRequest(
+        `strict decoding error: ${probs.unknown.map((f) => `unknown field "${f}"`).join(', ')}`,
+      );
+    }
+    if (mode === 'Warn') for (const f of probs.unknown) warnings.push(`unknown field "${f}"`);
+  }
+  obj.apiVersion = gv;
+  obj.kind = def.kind;
+  obj.metadata ??= {};
+  return obj;
+}
+
+/** All validation of a new object; throws 422 Invalid with every problem. */
+export function validateNew(def: KindDef, o: KObject): void {
+  const errs = [...validateObject(o), ...(def.validate?.(o) ?? [])];
+  if (errs.length > 0) {
+    throw invalid({ group: def.group, kind: def.kind }, String(o.metadata?.name ?? ''), errs);
+  }
+}
+
+export function validateChange(def: KindDef, o: KObject, old: KObject): void {
+  const errs = [
+    ...validateUpdate(o, old),
+    ...(def.validate?.(o) ?? []),
+    ...(def.validateUpdate?.(o, old) ?? []),
+  ];
+  if (errs.length > 0) {
+    throw invalid({ group: def.group, kind: def.kind }, String(o.metadata?.name ?? ''), errs);
+  }
+}
+
+/** Fields only the server sets: copied from the stored object over whatever the client sent. */
+export function keepSystemMetadata(o: KObject, old: KObject): void {
+  o.metadata ??= {};
+  const m = o.metadata;
+  const om = old.metadata ?? {};
+  for (const f of [
+    'uid',
+    'creationTimestamp',
+    'deletionTimestamp',
+    'deletionGracePeriodSeconds',
+    'generation',
+    'selfLink',
+  ]) {
+    if (om[f] === undefined) delete m[f];
+    else m[f] = om[f];
+  }
+  if (om.generateName !== undefined && m.generateName === undefined) m.generateName = om.generateName;
+}
+
+export function sameIgnoringVersion(a: KObject, b: KObject): boolean {
+  const strip = (o: KObject) =>
+    JSON.stringify({ ...o, metadata: { ...(o.metadata ?? {}), resourceVersion: undefined } });
+  return strip(a) === strip(b);
+}
+
+const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+
+export function generateNameSuffix(): string {
+  let s = '';
+  for (let i = 0; i < 5; i++) s += NAME_CHARS[Math.floor(Math.random() * NAME_CHARS.length)];
+  return s;
+}
+
+export function nowRfc3339(ms = Date.now()): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}

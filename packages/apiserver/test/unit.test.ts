@@ -1,0 +1,154 @@
+// Unit tests of logic that needs no processes: watch fan-out bounds, protobuf
+// decoding, table text, request parsing.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { builtinKinds, KindRegistry } from '../src/kinds/index.js';
+import { podStatusText } from '../src/kinds/pods.js';
+import { decodeProtobufObject } from '../src/protobuf.js';
+import { parseRequestInfo } from '../src/request.js';
+import { humanDuration } from '../src/table.js';
+import { Subscription, type WatchCache } from '../src/watchcache.js';
+
+const kinds = new KindRegistry(builtinKinds());
+
+function varint(n: number): number[] {
+  const out: number[] = [];
+  while (n > 127) {
+    out.push((n & 0x7f) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+  return out;
+}
+function field(num: number, bytes: Buffer | string): Buffer {
+  const b = typeof bytes === 'string' ? Buffer.from(bytes) : bytes;
+  return Buffer.concat([Buffer.from([...varint(num * 8 + 2), ...varint(b.length)]), b]);
+}
+
+describe('watch subscription', () => {
+  it('closes a watcher whose queue overflows instead of buffering without bound', () => {
+    const removed: Subscription[] = [];
+    const cache = { unsubscribe: (s: Subscription) => removed.push(s) } as unknown as WatchCache;
+    const sub = new Subscription(cache, () => true, 0, 3);
+    for (let i = 1; i <= 5; i++)
+      sub.push({ type: 'ADDED', object: { metadata: { name: `o${i}`, resourceVersion: String(i) } } });
+    assert.equal(sub.closed, true);
+    assert.equal(sub.reason, 'watcher fell too far behind');
+    assert.deepEqual(removed, [sub]);
+  });
+
+  it('turns selector transitions into ADDED/DELETED and skips events at or before its start', () => {
+    const cache = { unsubscribe: () => undefined } as unknown as WatchCache;
+    const red = (o: { metadata?: Record<string, unknown> }) =>
+      (o.metadata?.labels as Record<string, string> | undefined)?.c === 'red';
+    const sub = new Subscription(cache, red, 10, 100);
+    const obj = (c: string, rv: number) => ({
+      metadata: { name: 'x', labels: { c }, resourceVersion: String(rv) },
+    });
+    sub.offer({ type: 'MODIFIED', key: 'k', obj: obj('red', 9), prev: obj('blue', 8), rev: 9 });
+    sub.offer({ type: 'MODIFIED', key: 'k', obj: obj('red', 11), prev: obj('blue', 9), rev: 11 });
+    sub.offer({ type: 'MODIFIED', key: 'k', obj: obj('red', 12), prev: obj('red', 11), rev: 12 });
+    sub.offer({ type: 'MODIFIED', key: 'k', obj: obj('blue', 13), prev: obj('red', 12), rev: 13 });
+    sub.offer({ type: 'DELETED', key: 'k', obj: obj('blue', 14), prev: obj('blue', 13), rev: 14 });
+    return sub.next().then((evs) =>
+      assert.deepEqual(
+        evs.map((e) => e.type),
+        ['ADDED', 'MODIFIED', 'DELETED'],
+      ),
+    );
+  });
+});
+
+describe('protobuf', () => {
+  it('decodes a ConfigMap in the k8s envelope', () => {
+    const label = Buffer.concat([field(1, 'app'), field(2, 'web')]);
+    const meta = Buffer.concat([field(1, 'cm'), field(3, 'default'), field(11, label)]);
+    const entry = Buffer.concat([field(1, 'k'), field(2, 'v')]);
+    const cm = Buffer.concat([field(1, meta), field(2, entry)]);
+    const typeMeta = Buffer.concat([field(1, 'v1'), field(2, 'ConfigMap')]);
+    const body = Buffer.concat([Buffer.from('k8s\0', 'binary'), field(1, typeMeta), field(2, cm)]);
+    assert.deepEqual(decodeProtobufObject(body, 'ConfigMap'), {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'cm', namespace: 'default', labels: { app: 'web' } },
+      data: { k: 'v' },
+    });
+  });
+
+  it('rejects garbage with a 400', () => {
+    for (const b of [Buffer.from('nope'), Buffer.from('k8s\0\xff\xff\xff', 'binary')]) {
+      assert.throws(
+        () => decodeProtobufObject(b, 'ConfigMap'),
+        (e: { code?: number }) => e.code === 400,
+      );
+    }
+  });
+});
+
+describe('tables', () => {
+  it('prints ages as kubectl does', () => {
+    assert.equal(humanDuration(5_000), '5s');
+    assert.equal(humanDuration(150_000), '2m30s');
+    assert.equal(humanDuration(30 * 60_000), '30m');
+    assert.equal(humanDuration(5 * 3_600_000 + 60_000), '5h1m');
+    assert.equal(humanDuration(3 * 86_400_000), '3d');
+  });
+
+  it('derives a pod STATUS like kubectl', () => {
+    const pod = (status: object, meta: Record<string, unknown> = {}) => ({
+      metadata: meta,
+      spec: { containers: [{ name: 'a' }] },
+      status,
+    });
+    assert.equal(podStatusText(pod({ phase: 'Pending' })).status, 'Pending');
+    assert.equal(
+      podStatusText(
+        pod({ phase: 'Pending', containerStatuses: [{ state: { waiting: { reason: 'ErrImagePull' } } }] }),
+      ).status,
+      'ErrImagePull',
+    );
+    const running = podStatusText(
+      pod({
+        phase: 'Running',
+        containerStatuses: [{ ready: true, restartCount: 2, state: { running: {} } }],
+      }),
+    );
+    assert.deepEqual(running, { status: 'Running', ready: 1, total: 1, restarts: 2 });
+    assert.equal(podStatusText(pod({ phase: 'Running' }, { deletionTimestamp: 'x' })).status, 'Terminating');
+  });
+});
+
+describe('request info', () => {
+  it('tells resources, subresources, namespaces and verbs apart', () => {
+    const ri = (m: string, p: string, q: Record<string, unknown> = {}) => parseRequestInfo(m, p, q, kinds);
+    assert.deepEqual(
+      (({ kind, verb, resource, namespace, name, subresource }) => ({
+        kind,
+        verb,
+        resource,
+        namespace,
+        name,
+        subresource,
+      }))(ri('POST', '/api/v1/namespaces/ns/pods/p/binding') as never),
+      {
+        kind: 'resource',
+        verb: 'create',
+        resource: 'pods',
+        namespace: 'ns',
+        name: 'p',
+        subresource: 'binding',
+      },
+    );
+    assert.equal((ri('GET', '/api/v1/pods', { watch: 'true' }) as { verb: string }).verb, 'watch');
+    assert.equal((ri('GET', '/api/v1/watch/namespaces/ns/pods') as { verb: string }).verb, 'watch');
+    assert.equal((ri('DELETE', '/api/v1/namespaces/ns/pods') as { verb: string }).verb, 'deletecollection');
+    const nsStatus = ri('PUT', '/api/v1/namespaces/x/status') as {
+      resource: string;
+      subresource: string;
+      name: string;
+    };
+    assert.deepEqual([nsStatus.resource, nsStatus.name, nsStatus.subresource], ['namespaces', 'x', 'status']);
+    assert.equal(ri('GET', '/api/v1').kind, 'nonresource');
+    assert.equal(ri('GET', '/healthz').kind, 'nonresource');
+  });
+});

@@ -1,0 +1,277 @@
+// Writes over HTTPS: optimistic concurrency, status and binding subresources,
+// graceful pod deletion, finalizers, NamespaceLifecycle and admission defaults.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type ControlPlane, startControlPlane } from '@kubit/testkit';
+import { Api, pod, until } from './helpers.js';
+
+let cp: ControlPlane;
+let api: Api;
+const NS = '/api/v1/namespaces/default';
+
+before(async () => {
+  cp = await startControlPlane({ nodes: ['n1'] });
+  api = new Api(cp);
+});
+after(async () => {
+  api?.close();
+  await cp?.stop();
+});
+
+describe('optimistic concurrency', () => {
+  it('creates once, then AlreadyExists', async () => {
+    const body = { metadata: { name: 'once' }, data: { a: '1' } };
+    const r1 = await api.post(`${NS}/configmaps`, body);
+    assert.equal(r1.status, 201);
+    assert.match(r1.body.metadata.resourceVersion, /^\d+$/);
+    assert.match(r1.body.metadata.creationTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    const r2 = await api.post(`${NS}/configmaps`, body);
+    assert.equal(r2.status, 409);
+    assert.equal(r2.body.reason, 'AlreadyExists');
+    assert.equal(r2.body.message, 'configmaps "once" already exists');
+  });
+
+  it('a PUT with a stale resourceVersion is a 409 Conflict and writes nothing', async () => {
+    const cur = (await api.get(`${NS}/configmaps/once`)).body;
+    const u1 = await api.put(`${NS}/configmaps/once`, { ...cur, data: { a: '2' } });
+    assert.equal(u1.status, 200, u1.text);
+    assert.ok(Number(u1.body.metadata.resourceVersion) > Number(cur.metadata.resourceVersion));
+    const stale = await api.put(`${NS}/configmaps/once`, { ...cur, data: { a: 'stale' } });
+    assert.equal(stale.status, 409);
+    assert.equal(stale.body.reason, 'Conflict');
+    assert.match(
+      stale.body.message,
+      /the object has been modified; please apply your changes to the latest version and try again/,
+    );
+    assert.equal((await api.get(`${NS}/configmaps/once`)).body.data.a, '2');
+  });
+
+  it('a patch carrying a stale resourceVersion conflicts; without one it applies', async () => {
+    const cur = (await api.get(`${NS}/configmaps/once`)).body;
+    await api.patch(`${NS}/configmaps/once`, { data: { b: '1' } });
+    const stale = await api.patch(`${NS}/configmaps/once`, {
+      metadata: { resourceVersion: cur.metadata.resourceVersion },
+      data: { c: '1' },
+    });
+    assert.equal(stale.status, 409);
+    const ok = await api.patch(
+      `${NS}/configmaps/once`,
+      [{ op: 'add', path: '/data/c', value: '3' }],
+      'application/json-patch+json',
+    );
+    assert.equal(ok.status, 200, ok.text);
+    assert.deepEqual(ok.body.data, { a: '2', b: '1', c: '3' });
+    const smp = await api.patch(
+      `${NS}/configmaps/once`,
+      { data: { a: null } },
+      'application/strategic-merge-patch+json',
+    );
+    assert.deepEqual(smp.body.data, { b: '1', c: '3' });
+  });
+
+  it('an unchanged update does not bump the resourceVersion', async () => {
+    const cur = (await api.get(`${NS}/configmaps/once`)).body;
+    const same = await api.put(`${NS}/configmaps/once`, cur);
+    assert.equal(same.body.metadata.resourceVersion, cur.metadata.resourceVersion);
+  });
+
+  it('generateName makes a unique name', async () => {
+    const r = await api.post(`${NS}/configmaps`, { metadata: { generateName: 'gen-' } });
+    assert.equal(r.status, 201);
+    assert.match(r.body.metadata.name, /^gen-[a-z0-9]{5}$/);
+  });
+});
+
+describe('pods', () => {
+  it('defaults the spec, tolerations and status on create', async () => {
+    const r = await api.post(`${NS}/pods`, { ...pod('p-defaults'), status: { phase: 'Running' } });
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.body.status.phase, 'Pending');
+    assert.equal(r.body.status.qosClass, 'BestEffort');
+    assert.equal(r.body.spec.restartPolicy, 'Always');
+    assert.equal(r.body.spec.schedulerName, 'default-scheduler');
+    assert.equal(r.body.metadata.generation, 1);
+    const keys = r.body.spec.tolerations.map(
+      (t: { key: string; tolerationSeconds: number }) => `${t.key}=${t.tolerationSeconds}`,
+    );
+    assert.deepEqual(keys, ['node.kubernetes.io/not-ready=300', 'node.kubernetes.io/unreachable=300']);
+  });
+
+  it('spec.nodeName is set only at create or through pods/binding', async () => {
+    await api.post(`${NS}/pods`, pod('p-bind'));
+    const patched = await api.patch(`${NS}/pods/p-bind`, { spec: { nodeName: 'n1' } });
+    assert.equal(patched.status, 422);
+    assert.match(patched.body.message, /pod updates may not change fields/);
+    const bind = await api.post(`${NS}/pods/p-bind/binding`, {
+      apiVersion: 'v1',
+      kind: 'Binding',
+      metadata: { name: 'p-bind' },
+      target: { kind: 'Node', name: 'n1' },
+    });
+    assert.equal(bind.status, 201, bind.text);
+    const got = (await api.get(`${NS}/pods/p-bind`)).body;
+    assert.equal(got.spec.nodeName, 'n1');
+    assert.ok(
+      got.status.conditions.some(
+        (c: { type: string; status: string }) => c.type === 'PodScheduled' && c.status === 'True',
+      ),
+    );
+    const again = await api.post(`${NS}/pods/p-bind/binding`, {
+      metadata: { name: 'p-bind' },
+      target: { kind: 'Node', name: 'n2' },
+    });
+    assert.equal(again.status, 409);
+    assert.match(again.body.message, /is already assigned to node "n1"/);
+    const atCreate = await api.post(`${NS}/pods`, pod('p-direct', { nodeName: 'n1' }));
+    assert.equal(atCreate.status, 201);
+    assert.equal(atCreate.body.spec.nodeName, 'n1');
+  });
+
+  it('status updates change only status; main updates keep status', async () => {
+    const cur = (await api.get(`${NS}/pods/p-bind`)).body;
+    const st = await api.put(`${NS}/pods/p-bind/status`, {
+      ...cur,
+      spec: { ...cur.spec, nodeName: 'other' },
+      status: { ...cur.status, phase: 'Running', podIP: '10.0.0.5' },
+    });
+    assert.equal(st.status, 200, st.text);
+    assert.equal(st.body.status.phase, 'Running');
+    assert.equal(st.body.spec.nodeName, 'n1');
+    const main = await api.patch(`${NS}/pods/p-bind`, {
+      metadata: { labels: { x: 'y' } },
+      status: { phase: 'Failed' },
+    });
+    assert.equal(main.status, 200);
+    assert.equal(main.body.status.phase, 'Running');
+    assert.equal(main.body.metadata.labels.x, 'y');
+  });
+
+  it('a bound pod is deleted gracefully: marked, then removed by its kubelet with grace 0', async () => {
+    const del = await api.del(`${NS}/pods/p-bind`);
+    assert.equal(del.status, 202, del.text);
+    assert.ok(del.body.metadata.deletionTimestamp);
+    assert.equal(del.body.metadata.deletionGracePeriodSeconds, 30);
+    const still = await api.get(`${NS}/pods/p-bind`);
+    assert.equal(still.status, 200);
+    const bindDeleting = await api.post(`${NS}/pods/p-bind/binding`, {
+      metadata: { name: 'p-bind' },
+      target: { name: 'n1' },
+    });
+    assert.equal(bindDeleting.status, 409);
+    const kubelet = api.as(cp.pki.kubeletClient('n1'));
+    const gone = await kubelet.del(`${NS}/pods/p-bind`, { gracePeriodSeconds: 0 });
+    kubelet.close();
+    assert.equal(gone.status, 200, gone.text);
+    assert.equal((await api.get(`${NS}/pods/p-bind`)).status, 404);
+  });
+
+  it('an unbound pod is deleted at once; preconditions are honoured', async () => {
+    const p = (await api.post(`${NS}/pods`, pod('p-unbound'))).body;
+    const wrong = await api.del(`${NS}/pods/p-unbound`, { preconditions: { uid: 'not-the-uid' } });
+    assert.equal(wrong.status, 409);
+    assert.match(wrong.body.message, /Precondition failed: UID in precondition/);
+    const ok = await api.del(`${NS}/pods/p-unbound`, { preconditions: { uid: p.metadata.uid } });
+    assert.equal(ok.status, 200);
+    assert.equal((await api.get(`${NS}/pods/p-unbound`)).status, 404);
+  });
+});
+
+describe('finalizers and collections', () => {
+  it('an object with finalizers stays until the last one is removed', async () => {
+    await api.post(`${NS}/configmaps`, { metadata: { name: 'fin', finalizers: ['example.com/hold'] } });
+    const del = await api.del(`${NS}/configmaps/fin`);
+    assert.ok(del.status === 200 || del.status === 202);
+    const held = await api.get(`${NS}/configmaps/fin`);
+    assert.equal(held.status, 200);
+    assert.ok(held.body.metadata.deletionTimestamp);
+    const rel = await api.patch(`${NS}/configmaps/fin`, { metadata: { finalizers: null } });
+    assert.equal(rel.status, 200, rel.text);
+    assert.equal((await api.get(`${NS}/configmaps/fin`)).status, 404);
+  });
+
+  it('deletecollection deletes what the selector matches', async () => {
+    for (const n of ['dc1', 'dc2', 'dc3'])
+      await api.post(`${NS}/configmaps`, {
+        metadata: { name: n, labels: { batch: n === 'dc3' ? 'keep' : 'drop' } },
+      });
+    const r = await api.del(`${NS}/configmaps?labelSelector=batch%3Ddrop`);
+    assert.equal(r.status, 200, r.text);
+    const left = await api.get(`${NS}/configmaps?labelSelector=batch`);
+    assert.deepEqual(
+      left.body.items.map((i: { metadata: { name: string } }) => i.metadata.name),
+      ['dc3'],
+    );
+  });
+});
+
+describe('NamespaceLifecycle', () => {
+  it('the system namespaces exist and may not be deleted', async () => {
+    for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
+      assert.equal((await api.get(`/api/v1/namespaces/${ns}`)).status, 200, ns);
+    }
+    const d = await api.del('/api/v1/namespaces/kube-system');
+    assert.equal(d.status, 403);
+  });
+
+  it('refuses creation in a missing namespace', async () => {
+    const r = await api.post('/api/v1/namespaces/nope/configmaps', { metadata: { name: 'x' } });
+    assert.equal(r.status, 404);
+    assert.equal(r.body.message, 'namespaces "nope" not found');
+  });
+
+  it('a deleted namespace is Terminating until finalized, refusing new content', async () => {
+    assert.equal((await api.post('/api/v1/namespaces', { metadata: { name: 'doomed' } })).status, 201);
+    assert.equal(
+      (await api.post('/api/v1/namespaces/doomed/configmaps', { metadata: { name: 'c' } })).status,
+      201,
+    );
+    const d = await api.del('/api/v1/namespaces/doomed');
+    assert.equal(d.status, 200, d.text);
+    assert.equal(d.body.status.phase, 'Terminating');
+    assert.ok(d.body.metadata.deletionTimestamp);
+    assert.deepEqual(d.body.spec.finalizers, ['kubernetes']);
+    const r = await api.post('/api/v1/namespaces/doomed/configmaps', { metadata: { name: 'late' } });
+    assert.equal(r.status, 403);
+    assert.match(
+      r.body.message,
+      /unable to create new content in namespace doomed because it is being terminated/,
+    );
+    // The apiserver empties nothing itself (that is the namespace controller's job).
+    await new Promise((res) => setTimeout(res, 500));
+    assert.equal((await api.get('/api/v1/namespaces/doomed/configmaps/c')).status, 200);
+    const ns = await api.get('/api/v1/namespaces/doomed');
+    assert.equal(ns.body.status.phase, 'Terminating');
+    // What the controller does: empty it, then drop the `kubernetes` finalizer via /finalize.
+    assert.equal((await api.del('/api/v1/namespaces/doomed/configmaps/c')).status, 200);
+    const fin = await api.put('/api/v1/namespaces/doomed/finalize', {
+      ...ns.body,
+      spec: { finalizers: [] },
+    });
+    assert.equal(fin.status, 200, fin.text);
+    assert.equal((await api.get('/api/v1/namespaces/doomed')).status, 404);
+  });
+});
+
+describe('events.k8s.io', () => {
+  it('stores events once, visible in both versions', async () => {
+    const e = await api.post('/apis/events.k8s.io/v1/namespaces/default/events', {
+      metadata: { name: 'ev-both' },
+      regarding: { kind: 'Pod', name: 'x', namespace: 'default' },
+      note: 'hello',
+      reason: 'Test',
+      type: 'Normal',
+      action: 'Testing',
+      reportingController: 'tests',
+      reportingInstance: 'tests-1',
+      eventTime: '2026-01-02T03:04:05.123Z',
+    });
+    assert.equal(e.status, 201, e.text);
+    assert.equal(e.body.eventTime, '2026-01-02T03:04:05.123000Z');
+    const core = await api.get(`${NS}/events/ev-both`);
+    assert.equal(core.body.message, 'hello');
+    assert.equal(core.body.involvedObject.name, 'x');
+    const w = api.watch(`${NS}/events?watch=true&fieldSelector=involvedObject.name%3Dx`);
+    await until('the event in a core watch', () => w.events.length >= 1);
+    w.close();
+  });
+});

@@ -1,0 +1,53 @@
+// Which resource a request is about: the parts of a REST path (group, version,
+// plural resource) plus whether it lives in a namespace. The well-known built-in
+// resources are listed so components can write `client.list(resources.pods)`.
+
+export interface ResourceRef {
+  /** API group; '' is the core group. */
+  group: string;
+  version: string;
+  /** Plural, lower-case resource name as it appears in the URL ("pods"). */
+  resource: string;
+  namespaced: boolean;
+  /** The kind of the objects ("Pod"); used for messages and for building objects. */
+  kind?: string;
+}
+
+function ref(
+  group: string,
+  version: string,
+  resource: string,
+  kind: string,
+  namespaced: boolean,
+): ResourceRef {
+  return { group, version, resource, kind, namespaced };
+}
+
+/** The built-in resources Kubit components use. */
+export const resources = {
+  pods: ref('', 'v1', 'pods', 'Pod', true),
+  nodes: ref('', 'v1', 'nodes', 'Node', false),
+  namespaces: ref('', 'v1', 'namespaces', 'Namespace', false),
+  events: ref('', 'v1', 'events', 'Event', true),
+  services: ref('', 'v1', 'services', 'Service', true),
+  endpoints: ref('', 'v1', 'endpoints', 'Endpoints', true),
+  configmaps: ref('', 'v1', 'configmaps', 'ConfigMap', true),
+  secrets: ref('', 'v1', 'secrets', 'Secret', true),
+  serviceaccounts: ref('', 'v1', 'serviceaccounts', 'ServiceAccount', true),
+  bindings: ref('', 'v1', 'bindings', 'Binding', true),
+  replicasets: ref('apps', 'v1', 'replicasets', 'ReplicaSet', true),
+  deployments: ref('apps', 'v1', 'deployments', 'Deployment', true),
+  leases: ref('coordination.k8s.io', 'v1', 'leases', 'Lease', true),
+} as const satisfies Record<string, ResourceRef>;
+
+/** "v1" for the core group, "apps/v1" otherwise. */
+export function apiVersionOf(r: Pick<ResourceRef, 'group' | 'version'>): string {
+  return r.group ? `${r.group}/${r.version}` : r.version;
+}
+
+/** Splits "apps/v1" into group and version ("v1" → core group). */
+export function parseApiVersion(apiVersion: string): { group: string; version: string } {
+  const slash = apiVersion.indexOf('/');
+  if (slash < 0) return { group: '', version: apiVersion };
+  return { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+}

@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+// Measures the one-machine cluster on a built tree:
+//   - how long `up` takes until every node is Ready: the first up (PKI, images)
+//     and a resume (up after down, the README's everyday case), each run N times;
+//   - the idle resident memory of the control plane (store members, apiserver,
+//     scheduler, controller manager) and of the node processes, from /proc/<pid>/status.
+// Uses its own state dir and free ports, so it never touches .kubit/.
+//   node packages/cluster/dist/src/bench.js [--runs N] [--idle-seconds S] [--nodes N]
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const launcher = join(dirname(fileURLToPath(import.meta.url)), 'main.js');
+
+function flag(name: string, fallback: number): number {
+  const i = process.argv.indexOf(name);
+  const v = i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  if (!Number.isInteger(v) || v < 0) throw new Error(`${name} needs a whole number`);
+  return v;
+}
+
+function launch(args: string[]): Promise<{ ms: number; out: string }> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    // Built daemons: a benchmark measures what a person runs.
+    const env = { ...process.env };
+    delete env.KUBIT_SOURCE;
+    const child = spawn(process.execPath, [launcher, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c;
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      out += c;
+    });
+    child.once('exit', (code) =>
+      code === 0
+        ? resolve({ ms: performance.now() - t0, out })
+        : reject(new Error(`launcher ${args[0]} exited ${code}:\n${out}`)),
+    );
+  });
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const srv = createServer();
+    srv.once('error', () => res(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
+  });
+}
+
+async function freeOffset(nodes: number): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const offset = 30000 + 100 * Math.floor(Math.random() * 100);
+    const ports = [2379, 2380, 2381, 2389, 2390, 2391, 2399, 2400, 2401, 5000, 6443, 10257, 10259];
+    for (let i = 0; i < nodes; i++) ports.push(10300 + i);
+    if ((await Promise.all(ports.map((p) => portFree(p + offset)))).every(Boolean)) return offset;
+  }
+  throw new Error('no free port range');
+}
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : 0;
+}
+
+function pids(stateDir: string): Map<string, number> {
+  const run = join(stateDir, 'run');
+  return new Map(
+    readdirSync(run).map((f) => [f.replace(/\.pid$/, ''), Number(readFileSync(join(run, f), 'utf8'))]),
+  );
+}
+
+/** The launcher's own figure: "N node(s) Ready, X s." */
+function reportedMs(out: string): number {
+  const m = /Ready, ([\d.]+) s\./.exec(out);
+  return m ? Number(m[1]) * 1000 : Number.NaN;
+}
+
+const fmt = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main(): Promise<void> {
+  const runs = flag('--runs', 3);
+  const idleSeconds = flag('--idle-seconds', 20);
+  const nodes = flag('--nodes', 2);
+  const stateDir = await mkdtemp(join(tmpdir(), 'kubit-bench-'));
+  const common = ['--state-dir', stateDir];
+  try {
+    const offset = await freeOffset(nodes);
+    const first = await launch([
+      'up',
+      ...common,
+      '--nodes',
+      String(nodes),
+      '--port-offset',
+      String(offset),
+      '--cluster-cidr',
+      '10.239.0.0/16',
+    ]);
+    process.stderr.write(`first up: ${fmt(first.ms)}\n`);
+
+    process.stderr.write(`idle for ${idleSeconds} s...\n`);
+    await new Promise((r) => setTimeout(r, idleSeconds * 1000));
+    const rss = [...pids(stateDir)].map(([name, pid]) => [name, rssMiB(pid)] as const);
+
+    const resumes: { wall: number; reported: number }[] = [];
+    for (let i = 0; i < runs; i++) {
+      await launch(['down', ...common]);
+      const r = await launch(['up', ...common]);
+      resumes.push({ wall: r.ms, reported: reportedMs(r.out) });
+      process.stderr.write(`resume ${i + 1}: ${fmt(r.ms)}\n`);
+    }
+    const again = await launch(['up', ...common]);
+
+    const controlPlane = rss.filter(([n]) =>
+      /^kubit-(store-\d+|apiserver|scheduler|controller-manager)$/.test(n),
+    );
+    const nodeSide = rss.filter(([n]) => !controlPlane.some(([c]) => c === n));
+    const sum = (xs: (readonly [string, number])[]) => xs.reduce((a, [, v]) => a + v, 0);
+    const lines = [
+      `Kubit one-machine cluster, ${nodes} nodes, ${new Date().toISOString().slice(0, 10)}, ${process.platform} node ${process.version}`,
+      '',
+      '| measure | value | target |',
+      '| --- | --- | --- |',
+      `| first up (PKI, images, IPAM) until nodes Ready, wall | ${fmt(first.ms)} | |`,
+      `| resume (up after down) until nodes Ready, wall, median of ${runs} | ${fmt(median(resumes.map((r) => r.wall)))} | ≤ 5 s |`,
+      `| resume, as the launcher reports it (without node's own start), median | ${fmt(median(resumes.map((r) => r.reported)))} | |`,
+      `| up while already running (health check only), wall | ${fmt(again.ms)} | |`,
+      `| control plane idle RSS (3 store members, apiserver, scheduler, controller manager) | ${sum(controlPlane).toFixed(0)} MiB | ≤ 250 MB |`,
+      `| node side idle RSS (containerd, kubelets, registry) | ${sum(nodeSide).toFixed(0)} MiB | |`,
+      '',
+      '| process | idle RSS |',
+      '| --- | --- |',
+      ...rss.map(([n, v]) => `| ${n} | ${v.toFixed(1)} MiB |`),
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    await launch(['down', '--purge', ...common]).catch((err: Error) =>
+      process.stderr.write(`${err.message}\n`),
+    );
+    await rm(stateDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench: ${(err as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,128 @@
+// The settings a cluster keeps for its whole life, in <state-dir>/cluster.json:
+// a resume must come back on the same ports, node count and pod network.
+import { existsSync, readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+
+export interface ClusterSettings {
+  nodes: number;
+  /** Added to every default port, so a second cluster (e.g. a test's) can share the machine. */
+  portOffset: number;
+  /** Pods' address range; node IPAM gives each node a /24 of it. */
+  clusterCidr: string;
+}
+
+export const DEFAULT_SETTINGS: ClusterSettings = {
+  nodes: 2,
+  portOffset: 0,
+  clusterCidr: '10.244.0.0/16',
+};
+
+export const MAX_NODES = 50;
+
+/** Every port the cluster listens on, from its offset. Loopback only. */
+export interface ClusterPorts {
+  store: { client: number; peer: number; metrics: number }[];
+  apiserver: number;
+  controllerManager: number;
+  scheduler: number;
+  registry: number;
+  kubelets: number[];
+}
+
+export function clusterPorts(settings: ClusterSettings, storeMembers: number): ClusterPorts {
+  const o = settings.portOffset;
+  return {
+    store: Array.from({ length: storeMembers }, (_, i) => ({
+      client: o + 2379 + 10 * i,
+      peer: o + 2380 + 10 * i,
+      metrics: o + 2381 + 10 * i,
+    })),
+    apiserver: o + 6443,
+    controllerManager: o + 10257,
+    scheduler: o + 10259,
+    registry: o + 5000,
+    // Past the scheduler's and controller manager's ports so 50 nodes never collide with them.
+    kubelets: Array.from({ length: settings.nodes }, (_, i) => o + 10300 + i),
+  };
+}
+
+export function allPorts(ports: ClusterPorts): number[] {
+  return [
+    ...ports.store.flatMap((s) => [s.client, s.peer, s.metrics]),
+    ports.apiserver,
+    ports.controllerManager,
+    ports.scheduler,
+    ports.registry,
+    ...ports.kubelets,
+  ];
+}
+
+/** Checks what a person typed (or a cluster.json holds); throws a message naming the bad field. */
+export function validateSettings(s: ClusterSettings): ClusterSettings {
+  if (!Number.isInteger(s.nodes) || s.nodes < 1 || s.nodes > MAX_NODES) {
+    throw new Error(`--nodes must be an integer from 1 to ${MAX_NODES}, not ${s.nodes}`);
+  }
+  if (!Number.isInteger(s.portOffset) || s.portOffset < 0 || s.portOffset + 10300 + s.nodes > 65535) {
+    throw new Error(`--port-offset ${s.portOffset} puts ports outside 1-65535`);
+  }
+  const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(s.clusterCidr);
+  if (!m || m.slice(1, 5).some((x) => Number(x) > 255) || Number(m[5]) > 24 || Number(m[5]) < 8) {
+    throw new Error(
+      `--cluster-cidr "${s.clusterCidr}" must be an IPv4 CIDR from /8 to /24 (e.g. 10.244.0.0/16)`,
+    );
+  }
+  if (2 ** (24 - Number(m[5])) < s.nodes) {
+    throw new Error(`--cluster-cidr ${s.clusterCidr} has room for fewer than ${s.nodes} node /24s`);
+  }
+  return s;
+}
+
+export function readSettings(file: string): ClusterSettings | undefined {
+  if (!existsSync(file)) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`${file} is not valid JSON (${(err as Error).message}); fix it or run down --purge`);
+  }
+  const o = (parsed ?? {}) as Record<string, unknown>;
+  const settings = {
+    nodes: Number(o.nodes),
+    portOffset: Number(o.portOffset ?? 0),
+    clusterCidr: String(o.clusterCidr ?? DEFAULT_SETTINGS.clusterCidr),
+  };
+  try {
+    return validateSettings(settings);
+  } catch (err) {
+    throw new Error(`${file}: ${(err as Error).message}`);
+  }
+}
+
+export async function writeSettings(file: string, s: ClusterSettings): Promise<void> {
+  await writeFile(file, `${JSON.stringify(s, null, 2)}\n`);
+}
+
+/**
+ * What this `up` runs with: the saved settings, with the flags a person gave.
+ * A cluster may grow (more nodes) but not change its ports, network or shrink:
+ * those are baked into certificates, node objects and pod addresses.
+ */
+export function mergeSettings(
+  saved: ClusterSettings | undefined,
+  requested: Partial<ClusterSettings>,
+): ClusterSettings {
+  if (!saved) return validateSettings({ ...DEFAULT_SETTINGS, ...requested });
+  if (requested.nodes !== undefined && requested.nodes < saved.nodes) {
+    throw new Error(
+      `this cluster has ${saved.nodes} nodes; it cannot shrink to ${requested.nodes} (run down --purge to start over)`,
+    );
+  }
+  for (const key of ['portOffset', 'clusterCidr'] as const) {
+    if (requested[key] !== undefined && requested[key] !== saved[key]) {
+      throw new Error(
+        `this cluster was created with ${key}=${saved[key]}; it cannot change to ${requested[key]} (run down --purge to start over)`,
+      );
+    }
+  }
+  return validateSettings({ ...saved, nodes: requested.nodes ?? saved.nodes });
+}

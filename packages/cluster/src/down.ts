@@ -1,0 +1,99 @@
+// `down`: stops every process of the cluster by its PID file, in the reverse
+// order of start: kubelets and controllers first (so nothing recreates pods
+// while they are torn down), then each node's pods and containerd, then the
+// apiserver and the store. `--purge` also removes the state.
+import { rm } from 'node:fs/promises';
+import {
+  apiserverCommand,
+  type Command,
+  containerdCommand,
+  controllerManagerCommand,
+  type DaemonRunner,
+  kubeletCommand,
+  registryCommand,
+  schedulerCommand,
+  storeCommands,
+} from './commands.js';
+import { clusterPorts, readSettings } from './config.js';
+import { clusterLayout } from './layout.js';
+import { killStrayShims, removeAllSandboxes, removeNodeNetwork, unmountNode } from './node-cleanup.js';
+import { runningPid, stopByPidFile } from './supervisor.js';
+
+export interface DownOptions {
+  stateDir: string;
+  runner: DaemonRunner;
+  purge: boolean;
+  say: (line: string) => void;
+}
+
+export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
+  const probe = clusterLayout(opts.stateDir, 1);
+  const settings = readSettings(probe.configFile);
+  if (!settings) {
+    if (opts.purge) await rm(probe.stateDir, { recursive: true, force: true });
+    opts.say(`no cluster in ${probe.stateDir}`);
+    return { stopped: [] };
+  }
+  const layout = clusterLayout(opts.stateDir, settings.nodes);
+  const ports = clusterPorts(settings, layout.store.length);
+  const runner = opts.runner;
+  const stopped: string[] = [];
+  const stop = async (cmd: Command, graceMs = 10_000) => {
+    const r = await stopByPidFile(layout.pidFile(cmd.name), layout.stateDir, cmd.command, graceMs);
+    if (r !== 'not-running') stopped.push(cmd.name);
+    if (r === 'killed') opts.say(`${cmd.name} did not stop in ${graceMs / 1000} s; killed`);
+  };
+
+  await Promise.all([
+    ...layout.nodes.map((n) => stop(kubeletCommand(layout, n, ports, runner))),
+    stop(schedulerCommand(layout, ports, runner)),
+    stop(controllerManagerCommand(layout, ports, settings, runner)),
+  ]);
+  await Promise.all(
+    layout.nodes.map(async (node) => {
+      const cmd = containerdCommand(node);
+      if (runningPid(layout.pidFile(cmd.name), layout.stateDir, cmd.command) !== undefined) {
+        // Through CRI while containerd still runs, so CNI releases each pod's address.
+        const n = await removeAllSandboxes(node, runner.repoRoot).catch((err: Error) => {
+          opts.say(`${node.name}: could not remove pod sandboxes through CRI: ${err.message}`);
+          return 0;
+        });
+        if (n > 0) opts.say(`${node.name}: removed ${n} pod sandbox(es)`);
+      }
+      await stop(cmd);
+      const shims = killStrayShims(node);
+      if (shims > 0) opts.say(`${node.name}: killed ${shims} leftover containerd shim(s)`);
+      await unmountNode(node);
+      if (opts.purge) await removeNodeNetwork(node);
+    }),
+  );
+  await stop(apiserverCommand(layout, ports, runner));
+  await Promise.all([
+    ...storeCommands(layout, ports, runner).map((c) => stop(c)),
+    stop(registryCommand(layout)),
+  ]);
+  if (opts.purge) {
+    await rm(layout.stateDir, { recursive: true, force: true });
+    opts.say(`removed ${layout.stateDir}`);
+  }
+  return { stopped };
+}
+
+/** Which of the cluster's processes run now: name → PID (undefined when stopped). */
+export function status(stateDir: string, runner: DaemonRunner): Map<string, number | undefined> | undefined {
+  const probe = clusterLayout(stateDir, 1);
+  const settings = readSettings(probe.configFile);
+  if (!settings) return undefined;
+  const layout = clusterLayout(stateDir, settings.nodes);
+  const ports = clusterPorts(settings, layout.store.length);
+  const cmds: Command[] = [
+    ...storeCommands(layout, ports, runner),
+    registryCommand(layout),
+    ...layout.nodes.map(containerdCommand),
+    apiserverCommand(layout, ports, runner),
+    schedulerCommand(layout, ports, runner),
+    controllerManagerCommand(layout, ports, settings, runner),
+    ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
+  ];
+  return new Map(cmds.map((c) => [c.name, runningPid(layout.pidFile(c.name), layout.stateDir, c.command)]));
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// The launcher behind ./scripts/up and ./scripts/down:
+//   main.js up [--nodes N] [--state-dir DIR] [--port-offset N] [--cluster-cidr CIDR] [--timeout SECONDS]
+//   main.js down [--purge] [--state-dir DIR]
+//   main.js status [--state-dir DIR]
+//   main.js env-files [--state-dir DIR] [--out DIR]   (for deploy/systemd)
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from './args.js';
+import type { DaemonRunner } from './commands.js';
+import { down, status } from './down.js';
+import { writeEnvFiles } from './env-files.js';
+import { up } from './up.js';
+
+function findRepoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'pnpm-workspace.yaml'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('cannot find the repository root (pnpm-workspace.yaml)');
+    dir = parent;
+  }
+  return dir;
+}
+
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+/** A `kubit` on PATH for this cluster: the built CLI. */
+async function writeCliWrapper(stateDir: string, repoRoot: string): Promise<string> {
+  const bin = join(stateDir, 'bin');
+  await mkdir(bin, { recursive: true });
+  const file = join(bin, 'kubit');
+  await writeFile(
+    file,
+    `#!/bin/sh\nexec node ${join(repoRoot, 'packages', 'cli', 'dist', 'src', 'main.js')} "$@"\n`,
+  );
+  await chmod(file, 0o755);
+  return bin;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const repoRoot = findRepoRoot();
+  const args = parseArgs(argv);
+  const stateDir = resolve(args.stateDir ?? join(repoRoot, '.kubit'));
+  const runner: DaemonRunner = {
+    repoRoot,
+    nodePath: process.execPath,
+    fromSource: process.env.KUBIT_SOURCE === '1',
+  };
+  switch (args.command) {
+    case 'up': {
+      const r = await up({ stateDir, runner, requested: args.settings, timeoutMs: args.timeoutMs, say });
+      const width = Math.max(...r.phases.map(([n]) => n.length));
+      for (const [name, ms] of r.phases) say(`  ${name.padEnd(width)}  ${(ms / 1000).toFixed(2)} s`);
+      const bin = await writeCliWrapper(stateDir, repoRoot);
+      const what =
+        r.started.length === 0 ? 'was already running' : `is up (started ${r.started.length} processes)`;
+      process.stdout.write(
+        [
+          `Kubit ${what}: ${r.settings.nodes} node(s) Ready, ${(r.totalMs / 1000).toFixed(2)} s.`,
+          `Logs: ${r.layout.logsDir}/<name>.log. Stop it with ./scripts/down (--purge also removes ${stateDir}).`,
+          '',
+          'Next:',
+          `  export KUBECONFIG=${r.layout.adminKubeconfig} PATH=${bin}:$PATH`,
+          '  kubit get nodes        # or kubectl get nodes',
+          '',
+        ].join('\n'),
+      );
+      return;
+    }
+    case 'down': {
+      const r = await down({ stateDir, runner, purge: args.purge, say });
+      process.stdout.write(
+        r.stopped.length === 0 ? 'Kubit was not running.\n' : `Stopped ${r.stopped.length} processes.\n`,
+      );
+      return;
+    }
+    case 'env-files': {
+      for (const f of await writeEnvFiles(stateDir, runner, resolve(args.outDir)))
+        process.stdout.write(`${f}\n`);
+      return;
+    }
+    case 'status': {
+      const s = status(stateDir, runner);
+      if (!s) {
+        process.stdout.write(`no cluster in ${stateDir}\n`);
+        return;
+      }
+      for (const [name, pid] of s)
+        process.stdout.write(
+          `${name.padEnd(32)} ${pid === undefined ? 'stopped' : `running (pid ${pid})`}\n`,
+        );
+      return;
+    }
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  process.stderr.write(`kubit-cluster: ${(err as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,99 @@
+// The cluster's certificates (made by scripts/pki, which keeps what exists) and
+// the kubeconfig of every client: the admin, the scheduler, the controller
+// manager and each kubelet.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import type { ClusterLayout } from './layout.js';
+
+const run = promisify(execFile);
+
+/** Files scripts/pki writes that this cluster needs, so a complete PKI is never regenerated. */
+export function requiredPkiFiles(layout: ClusterLayout): string[] {
+  const names = [
+    'ca',
+    'apiserver',
+    'store',
+    'apiserver-etcd-client',
+    'apiserver-kubelet-client',
+    'admin',
+    'scheduler',
+    'controller-manager',
+    ...layout.nodes.flatMap((n) => [`kubelet-${n.name}`, `kubelet-${n.name}-server`]),
+  ];
+  return names.flatMap((n) => [join(layout.pkiDir, `${n}.crt`), join(layout.pkiDir, `${n}.key`)]);
+}
+
+/** Runs scripts/pki when any certificate is missing (e.g. the first up, or a new node). */
+export async function ensurePki(layout: ClusterLayout, repoRoot: string): Promise<boolean> {
+  if (requiredPkiFiles(layout).every((f) => existsSync(f))) return false;
+  const args = [layout.pkiDir, ...layout.nodes.flatMap((n) => ['--node', n.name])];
+  try {
+    await run(join(repoRoot, 'scripts', 'pki'), args);
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`scripts/pki failed: ${(e.stderr ?? '').trim() || e.message}`);
+  }
+  const missing = requiredPkiFiles(layout).filter((f) => !existsSync(f));
+  if (missing.length > 0) throw new Error(`scripts/pki did not write: ${missing.join(', ')}`);
+  return true;
+}
+
+export interface KubeconfigInput {
+  server: string;
+  caFile: string;
+  certFile: string;
+  keyFile: string;
+  user: string;
+}
+
+/** A kubeconfig with file references (absolute paths), as kubectl and kubit read them. */
+export function kubeconfigText(k: KubeconfigInput): string {
+  return `apiVersion: v1
+kind: Config
+clusters:
+- name: kubit
+  cluster:
+    server: ${k.server}
+    certificate-authority: ${k.caFile}
+users:
+- name: ${k.user}
+  user:
+    client-certificate: ${k.certFile}
+    client-key: ${k.keyFile}
+contexts:
+- name: kubit
+  context:
+    cluster: kubit
+    user: ${k.user}
+current-context: kubit
+`;
+}
+
+/** (Re)writes every kubeconfig: cheap, and it keeps them right if the state dir moved. */
+export async function writeKubeconfigs(layout: ClusterLayout, apiserverUrl: string): Promise<void> {
+  const caFile = join(layout.pkiDir, 'ca.crt');
+  const files: [string, string, string][] = [
+    [layout.adminKubeconfig, 'admin', 'admin'],
+    [layout.schedulerKubeconfig, 'scheduler', 'system:kube-scheduler'],
+    [layout.controllerManagerKubeconfig, 'controller-manager', 'system:kube-controller-manager'],
+    ...layout.nodes.map((n): [string, string, string] => [
+      n.kubeconfig,
+      `kubelet-${n.name}`,
+      `system:node:${n.name}`,
+    ]),
+  ];
+  for (const [path, cert, user] of files) {
+    await mkdir(dirname(path), { recursive: true });
+    const text = kubeconfigText({
+      server: apiserverUrl,
+      caFile,
+      certFile: join(layout.pkiDir, `${cert}.crt`),
+      keyFile: join(layout.pkiDir, `${cert}.key`),
+      user,
+    });
+    await writeFile(path, text, { mode: 0o600 });
+  }
+}

@@ -1,0 +1,38 @@
+// What every controller is: informers that feed keys into a work queue, and a
+// reconcile(key) that makes the world match the object named by the key.
+import type { Logger } from '@kubit/daemon';
+import type { WorkQueue } from './workqueue.js';
+
+export interface Controller {
+  readonly name: string;
+  readonly queue: WorkQueue;
+  /** Brings the object named by `key` to its desired state. Throwing retries with backoff. */
+  reconcile(key: string): Promise<void>;
+  /** Periodic work outside the queue (node monitoring). */
+  start?(): void;
+  stop?(): void;
+}
+
+/** Runs `workers` loops that take keys from the queue and reconcile them. */
+export async function runWorkers(c: Controller, workers: number, log: Logger): Promise<void> {
+  const loop = async () => {
+    for (;;) {
+      const key = await c.queue.get();
+      if (key === undefined) return;
+      await processOne(c, key, log);
+    }
+  };
+  await Promise.all(Array.from({ length: workers }, loop));
+}
+
+export async function processOne(c: Controller, key: string, log?: Logger): Promise<void> {
+  try {
+    await c.reconcile(key);
+    c.queue.forget(key);
+  } catch (err) {
+    log?.warn({ err, controller: c.name, key }, 'reconcile failed; retrying');
+    c.queue.addRateLimited(key);
+  } finally {
+    c.queue.done(key);
+  }
+}

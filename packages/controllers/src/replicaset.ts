@@ -1,0 +1,389 @@
+// The ReplicaSet controller: keeps `spec.replicas` pods matching the selector
+// alive, adopting orphans and releasing pods that stopped matching, and reports
+// status. Expectations keep it from acting twice on a cache that has not yet
+// seen its own creates and deletes.
+import { isConflict, isNotFound } from '@kubit/api';
+import type { Logger } from '@kubit/daemon';
+import { type Cluster, keyOf, splitKey } from './cluster.js';
+import type { Controller } from './controller.js';
+import { type EventSink, noEvents } from './events.js';
+import { Expectations } from './expectations.js';
+import { byNamespace, type Informer, type InformerFactory, NAMESPACE_INDEX } from './informer.js';
+import { compileSelector, labelsContain } from './labels.js';
+import { controllerOf, isPodActive, isPodAvailable, isPodReady } from './objects.js';
+import { podsToDelete } from './pod-ranking.js';
+import { res } from './resources.js';
+import type { OwnerReference, Pod, ReplicaSet } from './types.js';
+import { WorkQueue } from './workqueue.js';
+
+/** At most this many creates or deletes per sync (Kubernetes' burstReplicas). */
+export const BURST_REPLICAS = 500;
+
+export interface ReplicaSetControllerOptions {
+  now?: () => number;
+  burstReplicas?: number;
+  events?: EventSink;
+  log?: Logger;
+}
+
+type RSStatus = NonNullable<ReplicaSet['status']>;
+
+export class ReplicaSetController implements Controller {
+  readonly name = 'replicaset';
+  readonly queue = new WorkQueue();
+  readonly expectations: Expectations;
+  private readonly rsInformer: Informer<ReplicaSet>;
+  private readonly podInformer: Informer<Pod>;
+  private readonly now: () => number;
+  private readonly burst: number;
+  private readonly events: EventSink;
+
+  constructor(
+    private readonly cluster: Cluster,
+    informers: InformerFactory,
+    opts: ReplicaSetControllerOptions = {},
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.burst = opts.burstReplicas ?? BURST_REPLICAS;
+    this.events = opts.events ?? noEvents;
+    this.expectations = new Expectations(this.now);
+    this.rsInformer = informers.for<ReplicaSet>(res.replicasets);
+    this.podInformer = informers.for<Pod>(res.pods);
+    this.rsInformer.addIndex(NAMESPACE_INDEX, byNamespace);
+    this.podInformer.addIndex(NAMESPACE_INDEX, byNamespace);
+    this.rsInformer.addHandlers({
+      add: (rs) => this.queue.add(keyOf(rs)),
+      update: (_old, rs) => this.queue.add(keyOf(rs)),
+      delete: (rs) => {
+        this.expectations.delete(keyOf(rs));
+        this.queue.add(keyOf(rs));
+      },
+    });
+    this.podInformer.addHandlers({
+      add: (p) => this.podAdded(p),
+      update: (old, p) => this.podUpdated(old, p),
+      delete: (p) => this.podDeleted(p),
+    });
+  }
+
+  // ---- event handlers: turn pod events into RS keys ----
+
+  private ownerKey(p: Pod, ref: OwnerReference | undefined = controllerOf(p)): string | undefined {
+    if (ref?.kind !== 'ReplicaSet' || ref.apiVersion !== 'apps/v1') return undefined;
+    const key = `${p.metadata?.namespace}/${ref.name}`;
+    const rs = this.rsInformer.get(key);
+    return rs && rs.metadata?.uid === ref.uid ? key : undefined;
+  }
+
+  private enqueueMatching(p: Pod): void {
+    for (const rs of this.rsInformer.byIndex(NAMESPACE_INDEX, p.metadata?.namespace ?? '')) {
+      if (compileSelector(rs.spec?.selector)(p.metadata?.labels)) this.queue.add(keyOf(rs));
+    }
+  }
+
+  private podAdded(p: Pod): void {
+    if (p.metadata?.deletionTimestamp) {
+      this.podDeleted(p);
+      return;
+    }
+    const ref = controllerOf(p);
+    if (ref) {
+      const key = this.ownerKey(p, ref);
+      if (key) {
+        this.expectations.creationObserved(key);
+        this.queue.add(key);
+      }
+      return;
+    }
+    this.enqueueMatching(p);
+  }
+
+  private podUpdated(old: Pod, p: Pod): void {
+    if (p.metadata?.deletionTimestamp && !old.metadata?.deletionTimestamp) {
+      // A graceful delete: the pod is as good as gone for counting purposes.
+      const key = this.ownerKey(p);
+      if (key) this.expectations.deletionObserved(key, keyOf(p));
+    }
+    const oldRef = controllerOf(old);
+    const ref = controllerOf(p);
+    if (oldRef && oldRef.uid !== ref?.uid) {
+      const k = this.ownerKey(old, oldRef);
+      if (k) this.queue.add(k);
+    }
+    if (ref) {
+      const key = this.ownerKey(p, ref);
+      if (!key) return;
+      this.queue.add(key);
+      const rs = this.rsInformer.get(key);
+      const minReady = rs?.spec?.minReadySeconds ?? 0;
+      // Availability changes with time, not with an event: look again then.
+      if (minReady > 0 && !isPodReady(old) && isPodReady(p)) this.queue.addAfter(key, minReady * 1000 + 100);
+      return;
+    }
+    const labelsChanged = JSON.stringify(old.metadata?.labels) !== JSON.stringify(p.metadata?.labels);
+    if (labelsChanged || oldRef) this.enqueueMatching(p);
+  }
+
+  private podDeleted(p: Pod): void {
+    const key = this.ownerKey(p);
+    if (!key) return;
+    this.expectations.deletionObserved(key, keyOf(p));
+    this.queue.add(key);
+  }
+
+  // ---- reconcile ----
+
+  async reconcile(key: string): Promise<void> {
+    const rs = this.rsInformer.get(key);
+    if (!rs) {
+      this.expectations.delete(key);
+      return;
+    }
+    const needsSync = this.expectations.satisfied(key);
+    const { namespace } = splitKey(key);
+    const allPods = this.podInformer.byIndex(NAMESPACE_INDEX, namespace ?? '').filter(isPodActive);
+    const owned = await this.claimPods(rs, allPods);
+    let manageError: unknown;
+    if (needsSync && !rs.metadata?.deletionTimestamp) {
+      try {
+        await this.manageReplicas(key, rs, owned);
+      } catch (err) {
+        manageError = err;
+      }
+    }
+    const status = this.calculateStatus(rs, owned, manageError);
+    const updated = await this.updateStatus(rs, status);
+    const minReady = rs.spec?.minReadySeconds ?? 0;
+    if (
+      manageError === undefined &&
+      minReady > 0 &&
+      updated.readyReplicas === (rs.spec?.replicas ?? 1) &&
+      updated.availableReplicas !== updated.readyReplicas
+    ) {
+      this.queue.addAfter(key, minReady * 1000);
+    }
+    if (manageError !== undefined) throw manageError;
+  }
+
+  /** Adopts matching orphans, releases owned pods that no longer match; returns the pods it owns. */
+  private async claimPods(rs: ReplicaSet, pods: Pod[]): Promise<Pod[]> {
+    const matches = compileSelector(rs.spec?.selector);
+    const uid = rs.metadata?.uid;
+    const deleting = rs.metadata?.deletionTimestamp !== undefined;
+    const owned: Pod[] = [];
+    let mayAdopt: boolean | undefined;
+    for (const p of pods) {
+      const ref = controllerOf(p);
+      if (ref) {
+        if (ref.uid !== uid) continue;
+        if (matches(p.metadata?.labels)) owned.push(p);
+        else if (!deleting) await this.release(rs, p);
+        continue;
+      }
+      if (deleting || p.metadata?.deletionTimestamp || !matches(p.metadata?.labels)) continue;
+      mayAdopt ??= await this.stillCurrent(rs);
+      if (!mayAdopt) continue;
+      const adopted = await this.adopt(rs, p);
+      if (adopted) owned.push(adopted);
+    }
+    return owned;
+  }
+
+  /**
+   * Before adopting, ask the apiserver whether this RS still exists and is not
+   * being deleted: a stale cache must not hand pods to a dead owner.
+   */
+  private async stillCurrent(rs: ReplicaSet): Promise<boolean> {
+    try {
+      const fresh = await this.cluster.get<ReplicaSet>(
+        res.replicasets,
+        rs.metadata?.namespace,
+        rs.metadata?.name ?? '',
+      );
+      return fresh.metadata?.uid === rs.metadata?.uid && !fresh.metadata?.deletionTimestamp;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+
+  private async adopt(rs: ReplicaSet, p: Pod): Promise<Pod | undefined> {
+    const next = structuredClone(p);
+    next.metadata!.ownerReferences = [...(p.metadata?.ownerReferences ?? []), ownerRefFor(rs)];
+    try {
+      return await this.cluster.update(res.pods, next);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  private async release(rs: ReplicaSet, p: Pod): Promise<void> {
+    const next = structuredClone(p);
+    next.metadata!.ownerReferences = p.metadata?.ownerReferences?.filter((r) => r.uid !== rs.metadata?.uid);
+    if (next.metadata!.ownerReferences?.length === 0) delete next.metadata!.ownerReferences;
+    try {
+      await this.cluster.update(res.pods, next);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  private async manageReplicas(key: string, rs: ReplicaSet, pods: Pod[]): Promise<void> {
+    const diff = pods.length - (rs.spec?.replicas ?? 1);
+    if (diff < 0) {
+      const n = Math.min(-diff, this.burst);
+      this.expectations.expectCreations(key, n);
+      await this.createInBatches(key, rs, n);
+    } else if (diff > 0) {
+      const victims = podsToDelete(pods, Math.min(diff, this.burst));
+      this.expectations.expectDeletions(
+        key,
+        victims.map((p) => keyOf(p)),
+      );
+      const results = await Promise.allSettled(
+        victims.map((p) =>
+          this.cluster.delete(res.pods, p.metadata?.namespace, p.metadata?.name ?? '', {
+            preconditions: { uid: p.metadata?.uid },
+          }),
+        ),
+      );
+      let firstError: unknown;
+      results.forEach((r, i) => {
+        if (r.status === 'fulfilled') {
+          this.events.event(rs, 'Normal', 'SuccessfulDelete', `Deleted pod: ${victims[i].metadata?.name}`);
+          return;
+        }
+        // A failed delete will never show up in the watch: stop waiting for it.
+        this.expectations.deletionObserved(key, keyOf(victims[i]));
+        if (isNotFound(r.reason)) return;
+        this.events.event(rs, 'Warning', 'FailedDelete', `Error deleting: ${(r.reason as Error).message}`);
+        firstError ??= r.reason;
+      });
+      if (firstError !== undefined) throw firstError;
+    }
+  }
+
+  /**
+   * Creates pods in batches of 1, 2, 4, ... (slow start): when the first pods fail
+   * (quota, bad template), it stops without flooding the apiserver.
+   */
+  private async createInBatches(key: string, rs: ReplicaSet, n: number): Promise<void> {
+    let remaining = n;
+    let batch = 1;
+    while (remaining > 0) {
+      const size = Math.min(batch, remaining);
+      const results = await Promise.allSettled(
+        Array.from({ length: size }, () =>
+          this.cluster.create(res.pods, rs.metadata?.namespace, podFromTemplate(rs)),
+        ),
+      );
+      const failed: PromiseRejectedResult[] = [];
+      for (const r of results) {
+        if (r.status === 'fulfilled') {
+          this.events.event(rs, 'Normal', 'SuccessfulCreate', `Created pod: ${r.value.metadata?.name}`);
+        } else {
+          failed.push(r);
+          this.events.event(rs, 'Warning', 'FailedCreate', `Error creating: ${(r.reason as Error).message}`);
+        }
+      }
+      remaining -= size;
+      if (failed.length > 0) {
+        this.expectations.lowerCreations(key, failed.length + remaining);
+        throw failed[0].reason;
+      }
+      batch *= 2;
+    }
+  }
+
+  private calculateStatus(rs: ReplicaSet, pods: Pod[], manageError: unknown): RSStatus {
+    const templateLabels = rs.spec?.template?.metadata?.labels;
+    const minReady = rs.spec?.minReadySeconds ?? 0;
+    const now = this.now();
+    const status: RSStatus = {
+      replicas: pods.length,
+      fullyLabeledReplicas: pods.filter((p) => labelsContain(p.metadata?.labels, templateLabels)).length,
+      readyReplicas: pods.filter(isPodReady).length,
+      availableReplicas: pods.filter((p) => isPodAvailable(p, minReady, now)).length,
+      observedGeneration: rs.metadata?.generation,
+    };
+    const others = (rs.status?.conditions ?? []).filter((c) => c.type !== 'ReplicaFailure');
+    const old = rs.status?.conditions?.find((c) => c.type === 'ReplicaFailure');
+    if (manageError !== undefined) {
+      const creating = pods.length < (rs.spec?.replicas ?? 1);
+      others.push({
+        type: 'ReplicaFailure',
+        status: 'True',
+        reason: creating ? 'FailedCreate' : 'FailedDelete',
+        message: (manageError as Error).message ?? String(manageError),
+        lastTransitionTime: old?.lastTransitionTime ?? new Date(now).toISOString(),
+      });
+    }
+    if (others.length > 0) status.conditions = others;
+    return status;
+  }
+
+  private async updateStatus(rs: ReplicaSet, status: RSStatus): Promise<RSStatus> {
+    const same = (a: RSStatus | undefined) =>
+      JSON.stringify(normalize(a)) === JSON.stringify(normalize(status));
+    if (same(rs.status)) return status;
+    let current = rs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.cluster.update(res.replicasets, { ...current, status }, 'status');
+        return status;
+      } catch (err) {
+        if (!isConflict(err) || attempt >= 1) {
+          if (isNotFound(err)) return status;
+          throw err;
+        }
+        current = await this.cluster.get<ReplicaSet>(
+          res.replicasets,
+          rs.metadata?.namespace,
+          rs.metadata?.name ?? '',
+        );
+      }
+    }
+  }
+}
+
+function normalize(s: RSStatus | undefined) {
+  return {
+    replicas: s?.replicas ?? 0,
+    fullyLabeledReplicas: s?.fullyLabeledReplicas ?? 0,
+    readyReplicas: s?.readyReplicas ?? 0,
+    availableReplicas: s?.availableReplicas ?? 0,
+    observedGeneration: s?.observedGeneration ?? 0,
+    conditions: s?.conditions ?? [],
+  };
+}
+
+export function ownerRefFor(rs: ReplicaSet): OwnerReference {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'ReplicaSet',
+    name: rs.metadata?.name ?? '',
+    uid: rs.metadata?.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+/** The pod a ReplicaSet creates: its template, named `<rs>-xxxxx`, owned by it. */
+export function podFromTemplate(rs: ReplicaSet): Pod {
+  const t = rs.spec?.template;
+  const meta = t?.metadata ?? {};
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      generateName: `${rs.metadata?.name}-`,
+      namespace: rs.metadata?.namespace,
+      labels: meta.labels ? { ...meta.labels } : undefined,
+      annotations: meta.annotations ? { ...meta.annotations } : undefined,
+      finalizers: meta.finalizers ? [...meta.finalizers] : undefined,
+      ownerReferences: [ownerRefFor(rs)],
+    },
+    spec: structuredClone(t?.spec ?? { containers: [] }),
+  };
+}

@@ -1,0 +1,248 @@
+#!/usr/bin/env node
+// kubit-kubelet: the node agent. Registers the node, keeps its Lease fresh,
+// runs the pods bound to it through containerd's CRI, and serves their logs.
+import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+import { KubeClient as Client, Informer, type KubeClient, resources } from '@kubit/client';
+import {
+  createLogger,
+  createRegistry,
+  Gauge,
+  intArg,
+  listArg,
+  runMain,
+  Shutdown,
+  StartupError,
+} from '@kubit/daemon';
+import { Command } from 'commander';
+import type { Pod, Taint } from 'kubernetes-types/core/v1.js';
+import { ApiEventSink, ApiObjectSource, ApiPodStatusSink } from './node/apiserver-sinks.js';
+import { defaultHostname, NodeAgent } from './node/node-status.js';
+import { PodManager } from './pods/manager.js';
+import { CriRuntime } from './runtime/cri.js';
+import { FakeRuntime } from './runtime/fake.js';
+import type { ContainerRuntime } from './runtime/types.js';
+import { startKubeletServer } from './server/server.js';
+
+interface Flags {
+  kubeconfig?: string;
+  containerRuntimeEndpoint: string;
+  hostnameOverride?: string;
+  nodeIp?: string;
+  rootDir: string;
+  address: string;
+  port: number;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  clientCaFile?: string;
+  maxPods: number;
+  nodeLabels: string[];
+  registerWithTaints: string[];
+  podCidr?: string;
+  podLogsDir?: string;
+}
+
+function parseLabels(list: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of list) {
+    const i = item.indexOf('=');
+    if (i <= 0) throw new StartupError(`--node-labels: "${item}" is not key=value`);
+    out[item.slice(0, i)] = item.slice(i + 1);
+  }
+  return out;
+}
+
+/** key=value:Effect or key:Effect, as kubelet's --register-with-taints. */
+function parseTaints(list: string[]): Taint[] {
+  return list.map((item) => {
+    const m = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/.exec(item);
+    if (!m) throw new StartupError(`--register-with-taints: "${item}" is not key[=value]:Effect`);
+    return { key: m[1], ...(m[2] !== undefined ? { value: m[2] } : {}), effect: m[3] };
+  });
+}
+
+function firstIPv4(): string {
+  for (const addrs of Object.values(networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
+}
+
+async function connectRuntime(endpoint: string): Promise<ContainerRuntime> {
+  // A hollow node: the pod logic and the apiserver side are real, the containers are not.
+  if (endpoint === 'fake://') return new FakeRuntime({ ipPrefix: '10.88.0' });
+  let runtime: CriRuntime;
+  try {
+    runtime = new CriRuntime({ endpoint, timeoutMs: 30_000 });
+  } catch (err) {
+    throw new StartupError((err as Error).message);
+  }
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await runtime.version();
+      return runtime;
+    } catch (err) {
+      if (Date.now() > deadline) {
+        runtime.close();
+        throw new StartupError(
+          `cannot reach the container runtime at ${endpoint}: ${(err as Error).message}. Is containerd running with its CRI plugin?`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+async function run(flags: Flags): Promise<void> {
+  const log = createLogger({ name: 'kubit-kubelet' });
+  const registry = createRegistry();
+  const nodeName = (flags.hostnameOverride ?? defaultHostname()).toLowerCase();
+  const nodeIP = flags.nodeIp ?? firstIPv4();
+  const labels = parseLabels(flags.nodeLabels);
+  const taints = parseTaints(flags.registerWithTaints);
+  if ((flags.tlsCertFile === undefined) !== (flags.tlsPrivateKeyFile === undefined)) {
+    throw new StartupError('--tls-cert-file and --tls-private-key-file must be given together');
+  }
+  const shutdown = new Shutdown(log);
+  shutdown.install();
+
+  const runtime = await connectRuntime(flags.containerRuntimeEndpoint);
+  shutdown.add(() => runtime.close());
+  const version = await runtime.version();
+  log.info(
+    { runtime: `${version.runtimeName} ${version.runtimeVersion}`, node: nodeName },
+    'container runtime connected',
+  );
+
+  let client: KubeClient;
+  try {
+    client = Client.fromKubeconfig(
+      { kubeconfig: flags.kubeconfig },
+      { userAgent: `kubit-kubelet/${nodeName}` },
+    );
+  } catch (err) {
+    throw new StartupError(`--kubeconfig: ${(err as Error).message}`);
+  }
+  shutdown.add(() => client.close());
+
+  const agent = new NodeAgent(
+    client,
+    runtime,
+    {
+      name: nodeName,
+      nodeIP,
+      port: flags.port,
+      maxPods: flags.maxPods,
+      labels,
+      taints,
+      podCIDR: flags.podCidr,
+    },
+    log,
+  );
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await agent.register();
+      break;
+    } catch (err) {
+      if (attempt >= 20)
+        throw new StartupError(
+          `cannot register node "${nodeName}" with the apiserver: ${(err as Error).message}`,
+        );
+      log.warn({ err: (err as Error).message }, 'node registration failed, retrying');
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+  agent.start();
+  shutdown.add(() => agent.stop());
+
+  const events = new ApiEventSink(client, nodeName, log);
+  const manager = new PodManager({
+    runtime,
+    objects: new ApiObjectSource(client),
+    statusSink: new ApiPodStatusSink(client, log),
+    events,
+    log,
+    hostIP: nodeIP,
+    rootDir: flags.rootDir,
+    podLogsDir: flags.podLogsDir,
+    maxPods: flags.maxPods,
+  });
+  shutdown.add(() => manager.stop());
+  shutdown.add(() => events.flush());
+
+  const informer = new Informer<Pod>(client, resources.pods, {
+    fieldSelector: `spec.nodeName=${nodeName}`,
+    onError: (err) => log.warn({ err: (err as Error).message }, 'pod watch failed, retrying'),
+  });
+  let started = false;
+  informer.addEventHandler({
+    onAdd: (pod) => started && manager.upsert(pod),
+    onUpdate: (_old, pod) => started && manager.upsert(pod),
+    onDelete: (pod) => started && manager.remove(pod),
+  });
+  informer.start();
+  shutdown.add(() => informer.stop());
+  await informer.waitForSync();
+  await manager.start(informer.store.list());
+  started = true;
+  manager.setPods(informer.store.list()); // anything that changed while the manager started
+
+  new Gauge({
+    name: 'kubelet_running_pods',
+    help: 'Pods this kubelet manages.',
+    registers: [registry],
+    collect() {
+      this.set(manager.pods().length);
+    },
+  });
+
+  const server = await startKubeletServer({
+    host: flags.address,
+    port: flags.port,
+    manager,
+    runtime,
+    registry,
+    log,
+    readiness: [{ name: 'runtime', check: async () => void (await runtime.version()) }],
+    ...(flags.tlsCertFile && flags.tlsPrivateKeyFile
+      ? {
+          tls: {
+            certFile: flags.tlsCertFile,
+            keyFile: flags.tlsPrivateKeyFile,
+            clientCaFile: flags.clientCaFile,
+          },
+        }
+      : {}),
+  });
+  shutdown.add(() => server.close());
+  log.info({ node: nodeName, nodeIP }, 'kubelet running');
+}
+
+const program = new Command('kubit-kubelet')
+  .description('The Kubit node agent: runs the pods bound to this node through containerd (CRI).')
+  .option('--kubeconfig <path>', 'kubeconfig with the credentials of this node')
+  .option(
+    '--container-runtime-endpoint <endpoint>',
+    'CRI socket; fake:// runs a hollow node on an in-memory runtime',
+    'unix:///run/containerd/containerd.sock',
+  )
+  .option('--hostname-override <name>', 'node name (default: the hostname)')
+  .option('--node-ip <ip>', 'the address the node reports (default: its first non-loopback IPv4)')
+  .option('--root-dir <dir>', 'where pod volumes (and logs) live', '/var/lib/kubelet')
+  .option('--pod-logs-dir <dir>', 'where container logs go (default: <root-dir>/logs/pods)')
+  .option('--address <ip>', 'address the kubelet server listens on', '0.0.0.0')
+  .option('--port <port>', 'port of the kubelet server', intArg(0, 65535), 10250)
+  .option('--tls-cert-file <path>', 'serving certificate')
+  .option('--tls-private-key-file <path>', 'serving key')
+  .option('--client-ca-file <path>', 'CA whose client certificates may call the kubelet (the apiserver)')
+  .option('--max-pods <n>', 'most pods this node runs', intArg(1, 10_000), 110)
+  .option('--node-labels <k=v,...>', 'labels to register the node with', listArg, [])
+  .option('--register-with-taints <key=value:Effect,...>', 'taints to register the node with', listArg, [])
+  .option('--pod-cidr <cidr>', "this node's pod subnet (recorded on the Node)")
+  .action(async (opts: Flags) => {
+    if (!opts.podLogsDir) opts.podLogsDir = join(opts.rootDir, 'logs', 'pods');
+    await run(opts);
+  });
+
+await runMain(program);

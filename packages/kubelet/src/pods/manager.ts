@@ -1,0 +1,211 @@
+// The kubelet's pod side: one worker per pod, a relist loop that nudges them
+// all and removes what no pod owns any more, and admission.
+import { join } from 'node:path';
+import { createLogger, type Logger } from '@kubit/daemon';
+import type { Pod } from 'kubernetes-types/core/v1.js';
+import type { ContainerRuntime } from '../runtime/types.js';
+import { Backoff, type BackoffConfig, DEFAULT_BACKOFF } from './backoff.js';
+import { MANAGED_LABEL, POD_UID_LABEL } from './labels.js';
+import { podRequests } from './resources.js';
+import type { EventSink, ObjectSource, PodStatusSink } from './sinks.js';
+import { VolumeManager } from './volumes.js';
+import { PodWorker, type WorkerContext } from './worker.js';
+
+export interface PodManagerOptions {
+  runtime: ContainerRuntime;
+  objects: ObjectSource;
+  statusSink: PodStatusSink;
+  events: EventSink;
+  log?: Logger;
+  hostIP: string;
+  /** --root-dir: volumes live under <rootDir>/pods/<uid>. */
+  rootDir: string;
+  /** Default <rootDir>/logs/pods (Kubernetes uses /var/log/pods). */
+  podLogsDir?: string;
+  relistIntervalMs?: number;
+  crashBackoff?: BackoffConfig;
+  imageBackoff?: BackoffConfig;
+  retryMs?: number;
+  maxPods?: number;
+  /** What pods may request in total; unlimited when absent. */
+  allocatable?: { milliCpu: number; memoryBytes: number };
+}
+
+const isTerminalPhase = (p: Pod) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
+
+export class PodManager {
+  private readonly workers = new Map<string, PodWorker>();
+  private readonly ctx: WorkerContext;
+  private relistTimer: NodeJS.Timeout | undefined;
+  private relisting = false;
+  private stopped = false;
+
+  constructor(private readonly opts: PodManagerOptions) {
+    const log = opts.log ?? createLogger({ name: 'kubit-kubelet', level: 'silent' });
+    this.ctx = {
+      runtime: opts.runtime,
+      runtimeName: 'containerd',
+      volumes: new VolumeManager(opts.rootDir, opts.objects),
+      objects: opts.objects,
+      statusSink: opts.statusSink,
+      events: opts.events,
+      log,
+      crashBackoff: new Backoff(opts.crashBackoff ?? DEFAULT_BACKOFF),
+      imageBackoff: new Backoff(opts.imageBackoff ?? DEFAULT_BACKOFF),
+      hostIP: opts.hostIP,
+      podLogsDir: opts.podLogsDir ?? join(opts.rootDir, 'logs', 'pods'),
+      retryMs: opts.retryMs ?? 2000,
+    };
+  }
+
+  get podLogsDir(): string {
+    return this.ctx.podLogsDir;
+  }
+
+  /**
+   * Starts with the full set of pods bound to this node (so that whatever the
+   * runtime runs for other pods can be recognized as orphaned), then relists.
+   */
+  async start(pods: Pod[]): Promise<void> {
+    this.ctx.runtimeName = (await this.opts.runtime.version()).runtimeName || 'containerd';
+    const sorted = [...pods].sort((a, b) =>
+      String(a.metadata?.creationTimestamp ?? '').localeCompare(String(b.metadata?.creationTimestamp ?? '')),
+    );
+    for (const p of sorted) this.upsert(p);
+    await this.relist();
+    this.scheduleRelist();
+  }
+
+  private scheduleRelist(): void {
+    if (this.stopped) return;
+    this.relistTimer = setTimeout(async () => {
+      await this.relist().catch((err) => this.ctx.log.warn({ err }, 'relist failed'));
+      this.scheduleRelist();
+    }, this.opts.relistIntervalMs ?? 1000);
+    this.relistTimer.unref();
+  }
+
+  /** A pod was added or changed. */
+  upsert(pod: Pod): void {
+    const uid = pod.metadata?.uid;
+    if (!uid || this.stopped) return;
+    const existing = this.workers.get(uid);
+    if (existing) {
+      existing.update(pod);
+      return;
+    }
+    const worker = new PodWorker(pod, this.ctx);
+    this.workers.set(uid, worker);
+    void worker.done.then(() => {
+      if (this.workers.get(uid) === worker) this.workers.delete(uid);
+    });
+    if (pod.metadata?.deletionTimestamp) {
+      worker.delete(pod);
+      return;
+    }
+    const rejection = isTerminalPhase(pod) ? undefined : this.admit(pod);
+    if (rejection) worker.reject(rejection.reason, rejection.message);
+    else worker.trigger();
+  }
+
+  /** The pod is gone from the apiserver: stop what it runs. */
+  remove(pod: Pod): void {
+    const uid = pod.metadata?.uid;
+    if (!uid) return;
+    this.workers.get(uid)?.delete(pod);
+  }
+
+  /** Replaces the whole set (after a relist of the apiserver). */
+  setPods(pods: Pod[]): void {
+    const uids = new Set(pods.map((p) => p.metadata?.uid));
+    for (const [uid, w] of this.workers) if (!uids.has(uid)) w.delete();
+    for (const p of pods) this.upsert(p);
+  }
+
+  /** The pods this kubelet is responsible for (for /pods). */
+  pods(): Pod[] {
+    return [...this.workers.values()].map((w) => w.currentPod);
+  }
+
+  worker(uid: string): PodWorker | undefined {
+    return this.workers.get(uid);
+  }
+
+  /** Whether the pod fits: pod count, then CPU and memory requests against what is allocatable. */
+  private admit(pod: Pod): { reason: string; message: string } | undefined {
+    const active = [...this.workers.values()].filter(
+      (w) => w.currentPod !== pod && !w.isTerminating && !isTerminalPhase(w.currentPod),
+    );
+    const maxPods = this.opts.maxPods ?? 110;
+    if (active.length + 1 > maxPods) {
+      return {
+        reason: 'OutOfpods',
+        message: `Node didn't have enough resource: pods, requested: 1, used: ${active.length}, capacity: ${maxPods}`,
+      };
+    }
+    const alloc = this.opts.allocatable;
+    if (!alloc) return undefined;
+    const want = podRequests(pod);
+    let cpu = 0;
+    let mem = 0;
+    for (const w of active) {
+      const r = podRequests(w.currentPod);
+      cpu += r.milliCpu;
+      mem += r.memoryBytes;
+    }
+    if (want.milliCpu > 0 && cpu + want.milliCpu > alloc.milliCpu) {
+      return {
+        reason: 'OutOfcpu',
+        message: `Node didn't have enough resource: cpu, requested: ${want.milliCpu}, used: ${cpu}, capacity: ${alloc.milliCpu}`,
+      };
+    }
+    if (want.memoryBytes > 0 && mem + want.memoryBytes > alloc.memoryBytes) {
+      return {
+        reason: 'OutOfmemory',
+        message: `Node didn't have enough resource: memory, requested: ${want.memoryBytes}, used: ${mem}, capacity: ${alloc.memoryBytes}`,
+      };
+    }
+    return undefined;
+  }
+
+  /** Triggers every worker and removes sandboxes and volumes that belong to no known pod. */
+  async relist(): Promise<void> {
+    if (this.relisting || this.stopped) return;
+    this.relisting = true;
+    try {
+      for (const w of this.workers.values()) w.trigger();
+      const sandboxes = await this.opts.runtime.listPodSandbox({
+        labelSelector: { [MANAGED_LABEL]: 'true' },
+      });
+      for (const sb of sandboxes) {
+        const uid = sb.labels[POD_UID_LABEL];
+        if (!uid || this.workers.has(uid)) continue;
+        this.ctx.log.info(
+          { sandbox: sb.id, pod: `${sb.metadata.namespace}/${sb.metadata.name}` },
+          'removing orphaned sandbox',
+        );
+        const containers = await this.opts.runtime.listContainers({ podSandboxId: sb.id });
+        await Promise.all(
+          containers
+            .filter((c) => c.state === 'CONTAINER_RUNNING')
+            .map((c) => this.opts.runtime.stopContainer(c.id, 2).catch(() => {})),
+        );
+        await this.opts.runtime.stopPodSandbox(sb.id).catch(() => {});
+        await this.opts.runtime.removePodSandbox(sb.id).catch(() => {});
+      }
+      for (const uid of await this.ctx.volumes.knownPodUids()) {
+        if (!this.workers.has(uid)) await this.ctx.volumes.tearDown(uid);
+      }
+    } finally {
+      this.relisting = false;
+    }
+  }
+
+  /** Stops the loops; what runs in the runtime keeps running (a restarted kubelet adopts it). */
+  stop(): void {
+    this.stopped = true;
+    if (this.relistTimer) clearTimeout(this.relistTimer);
+    for (const w of this.workers.values()) w.stop();
+    this.workers.clear();
+  }
+}

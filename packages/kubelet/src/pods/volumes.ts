@@ -1,0 +1,193 @@
+// Volumes are set up on the node before any container of the pod is created:
+// emptyDir (on disk, or tmpfs for medium Memory), hostPath, configMap, secret.
+// A missing configMap/secret that is not optional keeps the pod in
+// ContainerCreating (the worker reports FailedMount and retries).
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { chmod, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, normalize } from 'node:path';
+import { promisify } from 'node:util';
+import { toNumber } from '@kubit/api';
+import type { KeyToPath, Pod, Volume } from 'kubernetes-types/core/v1.js';
+import type { ObjectSource } from './sinks.js';
+
+const run = promisify(execFile);
+
+export class MountError extends Error {
+  override name = 'MountError';
+  constructor(
+    readonly volume: string,
+    message: string,
+  ) {
+    super(`MountVolume.SetUp failed for volume "${volume}" : ${message}`);
+  }
+}
+
+function mountedAt(path: string): boolean {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .some((l) => l.split(' ')[4] === path);
+}
+
+/** Writes `files` into `dir` (creating subdirectories), removing what is no longer listed. */
+async function syncFiles(dir: string, files: Map<string, { data: Buffer; mode: number }>): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (const [rel, f] of files) {
+    const path = join(dir, rel);
+    let same = false;
+    try {
+      same = readFileSync(path).equals(f.data) && (statSync(path).mode & 0o777) === f.mode;
+    } catch {
+      same = false;
+    }
+    if (same) continue;
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, f.data);
+    await chmod(path, f.mode);
+  }
+  const top = new Set([...files.keys()].map((k) => k.split('/')[0]));
+  for (const entry of await readdir(dir)) {
+    if (!top.has(entry)) await rm(join(dir, entry), { recursive: true, force: true });
+  }
+}
+
+function safeRelative(volume: string, path: string): string {
+  const n = normalize(path);
+  if (n.startsWith('/') || n.startsWith('..')) throw new MountError(volume, `invalid item path "${path}"`);
+  return n;
+}
+
+function projectKeys(
+  volume: string,
+  data: Map<string, Buffer>,
+  items: KeyToPath[] | undefined,
+  defaultMode: number,
+  optional: boolean,
+  kind: string,
+  name: string,
+): Map<string, { data: Buffer; mode: number }> {
+  const out = new Map<string, { data: Buffer; mode: number }>();
+  if (!items || items.length === 0) {
+    for (const [k, v] of data) out.set(safeRelative(volume, k), { data: v, mode: defaultMode });
+    return out;
+  }
+  for (const item of items) {
+    const v = data.get(item.key);
+    if (v === undefined) {
+      if (optional) continue;
+      throw new MountError(volume, `configuration of ${kind} "${name}" has no key "${item.key}"`);
+    }
+    out.set(safeRelative(volume, item.path), { data: v, mode: item.mode ?? defaultMode });
+  }
+  return out;
+}
+
+export class VolumeManager {
+  constructor(
+    /** The kubelet's --root-dir; pod volumes live under pods/<uid>/volumes. */
+    private readonly rootDir: string,
+    private readonly objects: ObjectSource,
+  ) {}
+
+  podDir(uid: string): string {
+    return join(this.rootDir, 'pods', uid);
+  }
+
+  /** Sets up every volume of the pod; returns volume name → host path. */
+  async setUp(pod: Pod): Promise<Map<string, string>> {
+    const uid = pod.metadata?.uid ?? '';
+    const ns = pod.metadata?.namespace ?? 'default';
+    const paths = new Map<string, string>();
+    for (const v of pod.spec?.volumes ?? []) {
+      paths.set(v.name, await this.setUpOne(uid, ns, v));
+    }
+    return paths;
+  }
+
+  private async setUpOne(uid: string, ns: string, v: Volume): Promise<string> {
+    const base = join(this.podDir(uid), 'volumes');
+    if (v.emptyDir) {
+      const dir = join(base, 'kubernetes.io~empty-dir', v.name);
+      await mkdir(dir, { recursive: true });
+      await chmod(dir, 0o777);
+      if (v.emptyDir.medium === 'Memory' && !mountedAt(dir)) {
+        const opts = ['mode=0777'];
+        if (v.emptyDir.sizeLimit) opts.push(`size=${Math.floor(toNumber(v.emptyDir.sizeLimit))}`);
+        try {
+          await run('mount', ['-t', 'tmpfs', '-o', opts.join(','), 'tmpfs', dir]);
+        } catch (err) {
+          throw new MountError(v.name, `mounting tmpfs failed: ${(err as Error).message}`);
+        }
+      }
+      return dir;
+    }
+    if (v.hostPath) {
+      const path = v.hostPath.path;
+      const type = v.hostPath.type ?? '';
+      if (type === 'DirectoryOrCreate') await mkdir(path, { recursive: true });
+      else if (type === 'FileOrCreate' && !existsSync(path)) {
+        await mkdir(dirname(path), { recursive: true });
+        await writeFile(path, '');
+      } else if (type === 'Directory' && !(existsSync(path) && statSync(path).isDirectory())) {
+        throw new MountError(v.name, `hostPath type check failed: ${path} is not a directory`);
+      } else if (type === 'File' && !(existsSync(path) && statSync(path).isFile())) {
+        throw new MountError(v.name, `hostPath type check failed: ${path} is not a file`);
+      }
+      return path;
+    }
+    if (v.configMap) {
+      const name = v.configMap.name ?? '';
+      const cm = await this.objects.configMap(ns, name);
+      if (!cm && !v.configMap.optional) throw new MountError(v.name, `configmap "${name}" not found`);
+      const data = new Map<string, Buffer>();
+      for (const [k, s] of Object.entries(cm?.data ?? {})) data.set(k, Buffer.from(s));
+      for (const [k, s] of Object.entries(cm?.binaryData ?? {})) data.set(k, Buffer.from(s, 'base64'));
+      const dir = join(base, 'kubernetes.io~configmap', v.name);
+      const mode = v.configMap.defaultMode ?? 0o644;
+      await syncFiles(
+        dir,
+        projectKeys(v.name, data, v.configMap.items, mode, !!v.configMap.optional, 'configmap', name),
+      );
+      return dir;
+    }
+    if (v.secret) {
+      const name = v.secret.secretName ?? '';
+      const s = await this.objects.secret(ns, name);
+      if (!s && !v.secret.optional) throw new MountError(v.name, `secret "${name}" not found`);
+      const data = new Map<string, Buffer>();
+      for (const [k, b64] of Object.entries(s?.data ?? {})) data.set(k, Buffer.from(b64, 'base64'));
+      for (const [k, str] of Object.entries(s?.stringData ?? {})) data.set(k, Buffer.from(str));
+      const dir = join(base, 'kubernetes.io~secret', v.name);
+      const mode = v.secret.defaultMode ?? 0o644;
+      await syncFiles(
+        dir,
+        projectKeys(v.name, data, v.secret.items, mode, !!v.secret.optional, 'secret', name),
+      );
+      return dir;
+    }
+    throw new MountError(
+      v.name,
+      'unsupported volume type (Kubit supports emptyDir, hostPath, configMap, secret)',
+    );
+  }
+
+  /** Unmounts tmpfs volumes and removes the pod's directory. */
+  async tearDown(uid: string): Promise<void> {
+    const dir = this.podDir(uid);
+    if (!existsSync(dir)) return;
+    const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .map((l) => l.split(' ')[4])
+      .filter((m): m is string => typeof m === 'string' && m.startsWith(`${dir}/`))
+      .sort((a, b) => b.length - a.length);
+    for (const m of mounts) await run('umount', [m]).catch(() => run('umount', ['-l', m]).catch(() => {}));
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  /** UIDs of pods that have a directory here (to find leftovers after a restart). */
+  async knownPodUids(): Promise<string[]> {
+    const dir = join(this.rootDir, 'pods');
+    if (!existsSync(dir)) return [];
+    return readdir(dir);
+  }
+}

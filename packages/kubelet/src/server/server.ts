@@ -1,0 +1,177 @@
+// The kubelet's HTTPS server: container logs for the apiserver (kubectl logs),
+// health, metrics and the pods it runs. With TLS it demands a client
+// certificate signed by --client-ca-file (the apiserver's).
+import { readFileSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import { type Check, type Logger, type Registry, registerHealthRoutes } from '@kubit/daemon';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from '../pods/labels.js';
+import type { PodManager } from '../pods/manager.js';
+import { restartCountOf } from '../pods/status.js';
+import type { ContainerRuntime, ContainerStatus } from '../runtime/types.js';
+import { fileExists, readContainerLog } from './logs.js';
+
+export interface KubeletServerOptions {
+  host: string;
+  port: number;
+  manager: PodManager;
+  runtime: ContainerRuntime;
+  registry: Registry;
+  log: Logger;
+  readiness?: Check[];
+  tls?: { certFile: string; keyFile: string; clientCaFile?: string };
+}
+
+function status(reply: FastifyReply, code: number, reason: string, message: string) {
+  return reply
+    .code(code)
+    .send({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+}
+
+function intParam(v: unknown, name: string): number | undefined {
+  if (v === undefined || v === '') return undefined;
+  if (typeof v !== 'string' || !/^-?\d+$/.test(v))
+    throw new Error(`${name} must be an integer, got "${String(v)}"`);
+  return Number(v);
+}
+
+function boolParam(v: unknown): boolean {
+  return v === 'true' || v === '1' || v === '';
+}
+
+export async function startKubeletServer(opts: KubeletServerOptions): Promise<FastifyInstance> {
+  const https = opts.tls
+    ? {
+        cert: readFileSync(opts.tls.certFile),
+        key: readFileSync(opts.tls.keyFile),
+        ...(opts.tls.clientCaFile
+          ? { ca: readFileSync(opts.tls.clientCaFile), requestCert: true, rejectUnauthorized: true }
+          : {}),
+      }
+    : null;
+  const app = Fastify({ logger: false, ...(https ? { https } : {}) }) as unknown as FastifyInstance;
+  registerHealthRoutes(app, opts.registry, opts.readiness ?? []);
+  if (https && opts.tls?.clientCaFile) {
+    // Every client here holds a certificate from the cluster CA, nodes included; pods and
+    // their logs are only for the apiserver (and admins): group system:masters.
+    app.addHook('onRequest', async (req, reply) => {
+      if (!req.url.startsWith('/containerLogs/') && !req.url.startsWith('/pods')) return;
+      const socket = req.raw.socket as TLSSocket;
+      const org = socket.getPeerCertificate?.()?.subject?.O;
+      const groups = Array.isArray(org) ? org : org ? [org] : [];
+      if (!groups.includes('system:masters')) {
+        await status(
+          reply,
+          403,
+          'Forbidden',
+          'only the apiserver (group system:masters) may read pods and logs here',
+        );
+      }
+    });
+  }
+
+  app.get('/pods', async () => ({
+    kind: 'PodList',
+    apiVersion: 'v1',
+    metadata: {},
+    items: opts.manager.pods(),
+  }));
+
+  app.get<{
+    Params: { namespace: string; pod: string; container: string };
+    Querystring: Record<string, string>;
+  }>('/containerLogs/:namespace/:pod/:container', async (req, reply) => {
+    const { namespace, pod: podName, container } = req.params;
+    const q = req.query;
+    let tailLines: number | undefined;
+    let sinceSeconds: number | undefined;
+    let limitBytes: number | undefined;
+    let sinceTimeMs: number | undefined;
+    try {
+      tailLines = intParam(q.tailLines, 'tailLines');
+      sinceSeconds = intParam(q.sinceSeconds, 'sinceSeconds');
+      limitBytes = intParam(q.limitBytes, 'limitBytes');
+      if (q.sinceTime) {
+        sinceTimeMs = Date.parse(q.sinceTime);
+        if (Number.isNaN(sinceTimeMs)) throw new Error(`sinceTime "${q.sinceTime}" is not an RFC3339 time`);
+      }
+    } catch (err) {
+      return status(reply, 400, 'BadRequest', (err as Error).message);
+    }
+    if (sinceSeconds !== undefined) sinceTimeMs = Date.now() - sinceSeconds * 1000;
+    const pod = opts.manager
+      .pods()
+      .find((p) => p.metadata?.namespace === namespace && p.metadata?.name === podName);
+    if (!pod)
+      return status(
+        reply,
+        404,
+        'NotFound',
+        `pod "${podName}" in namespace "${namespace}" not found on this node`,
+      );
+    const known = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some(
+      (c) => c.name === container,
+    );
+    if (!known) {
+      return status(reply, 400, 'BadRequest', `container ${container} is not valid for pod ${podName}`);
+    }
+    const listed = await opts.runtime.listContainers({
+      labelSelector: { [POD_UID_LABEL]: pod.metadata?.uid ?? '', [CONTAINER_NAME_LABEL]: container },
+    });
+    const instances: ContainerStatus[] = [];
+    for (const c of listed) {
+      const s = await opts.runtime.containerStatus(c.id).catch(() => undefined);
+      if (s) instances.push(s);
+    }
+    instances.sort((a, b) => restartCountOf(b) - restartCountOf(a) || b.createdAt - a.createdAt);
+    const previous = boolParam(q.previous);
+    const instance = previous ? instances[1] : instances[0];
+    if (!instance) {
+      return previous
+        ? status(
+            reply,
+            400,
+            'BadRequest',
+            `previous terminated container "${container}" in pod "${podName}" not found`,
+          )
+        : status(
+            reply,
+            400,
+            'BadRequest',
+            `container "${container}" in pod "${podName}" is waiting to start: ContainerCreating`,
+          );
+    }
+    if (!instance.logPath || !(await fileExists(instance.logPath))) {
+      return status(reply, 404, 'NotFound', `log of container "${container}" in pod "${podName}" not found`);
+    }
+    const abort = new AbortController();
+    req.raw.on('close', () => abort.abort());
+    const stillRunning = async () => {
+      try {
+        return (await opts.runtime.containerStatus(instance.id)).state === 'CONTAINER_RUNNING';
+      } catch {
+        return false;
+      }
+    };
+    const body = Readable.from(
+      readContainerLog(
+        instance.logPath,
+        {
+          follow: boolParam(q.follow) && !previous,
+          tailLines,
+          timestamps: boolParam(q.timestamps),
+          sinceTimeMs,
+          limitBytes,
+        },
+        stillRunning,
+        abort.signal,
+      ),
+    );
+    return reply.type('text/plain').send(body);
+  });
+
+  await app.listen({ host: opts.host, port: opts.port });
+  opts.log.info({ host: opts.host, port: opts.port, tls: !!opts.tls }, 'kubelet server listening');
+  return app;
+}

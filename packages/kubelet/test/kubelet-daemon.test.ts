@@ -1,0 +1,212 @@
+// kubit-kubelet as a real process: it registers its Node and Lease with a real
+// apiserver, runs a pod bound to it on a real containerd, reports its status
+// and events, serves its logs through the apiserver, finishes its deletion, and
+// adopts what it ran after a SIGKILL.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { KubeClient, resources } from '@kubit/client';
+import {
+  type ControlPlane,
+  daemonCommand,
+  freePort,
+  pushTestImages,
+  startContainerd,
+  startControlPlane,
+  startProcess,
+  startRegistry,
+  type TestContainerd,
+  type TestProcess,
+  type TestRegistry,
+  tempDir,
+  waitFor,
+} from '@kubit/testkit';
+import type { Lease } from 'kubernetes-types/coordination/v1.js';
+import type { Event, Node, Pod } from 'kubernetes-types/core/v1.js';
+import { POD_UID_LABEL } from '../src/pods/labels.js';
+import { CriRuntime } from '../src/runtime/cri.js';
+
+const NODE = 'node-1';
+let cp: ControlPlane;
+let registry: TestRegistry;
+let containerd: TestContainerd;
+let client: KubeClient;
+let runtime: CriRuntime;
+let root: { path: string; cleanup: () => Promise<void> };
+let kubelet: TestProcess;
+let kubeletArgs: string[];
+
+function startKubelet(): TestProcess {
+  const cmd = daemonCommand('kubelet', 'main.ts');
+  return startProcess({
+    command: cmd.command,
+    args: [...cmd.args, ...kubeletArgs],
+    env: { KUBIT_LOG_FORMAT: 'json' },
+    logFile: join(root.path, 'kubelet.log'),
+    name: 'kubit-kubelet',
+  });
+}
+
+before(async () => {
+  [cp, registry] = await Promise.all([startControlPlane({ nodes: [NODE] }), startRegistry()]);
+  await pushTestImages(registry.host);
+  containerd = await startContainerd({ mirror: registry.host });
+  runtime = new CriRuntime({ endpoint: containerd.endpoint });
+  root = await tempDir('kubit-kubelet-daemon-');
+  const port = await freePort();
+  const server = cp.pki.kubeletServer(NODE);
+  kubeletArgs = [
+    `--kubeconfig=${await cp.kubeconfigForNode(NODE)}`,
+    `--container-runtime-endpoint=${containerd.endpoint}`,
+    `--hostname-override=${NODE}`,
+    '--node-ip=127.0.0.1',
+    '--address=127.0.0.1',
+    `--port=${port}`,
+    `--root-dir=${join(root.path, 'root')}`,
+    `--tls-cert-file=${server.cert}`,
+    `--tls-private-key-file=${server.key}`,
+    `--client-ca-file=${cp.caFile}`,
+    '--node-labels=kubit.io/role=worker',
+    `--pod-cidr=${containerd.podCidr}`,
+  ];
+  kubelet = startKubelet();
+  client = KubeClient.fromKubeconfig({ kubeconfig: cp.kubeconfigPath });
+});
+
+after(async () => {
+  await kubelet?.stop();
+  client?.close();
+  runtime?.close();
+  await containerd?.stop();
+  await registry?.stop();
+  await cp?.stop();
+  await root?.cleanup();
+});
+
+test('the node registers Ready with its addresses, capacity, labels and a Lease', async () => {
+  const node = await waitFor(
+    'the node to be Ready',
+    async () => {
+      const n = await client.get<Node>(resources.nodes, NODE);
+      return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
+    },
+    60_000,
+    250,
+  );
+  assert.deepEqual(node.status?.addresses, [
+    { type: 'InternalIP', address: '127.0.0.1' },
+    { type: 'Hostname', address: NODE },
+  ]);
+  assert.equal(node.metadata?.labels?.['kubernetes.io/hostname'], NODE);
+  assert.equal(node.metadata?.labels?.['kubit.io/role'], 'worker');
+  assert.equal(node.status?.capacity?.pods, '110');
+  assert.match(node.status?.nodeInfo?.containerRuntimeVersion ?? '', /^containerd:\/\//);
+  assert.ok((node.status?.daemonEndpoints?.kubeletEndpoint?.Port ?? 0) > 0);
+  assert.equal(node.spec?.podCIDR, containerd.podCidr);
+  const lease = await waitFor('the node lease', () =>
+    client.get<Lease>(resources.leases, NODE, { namespace: 'kube-node-lease' }).catch(() => undefined),
+  );
+  assert.equal(lease.spec?.holderIdentity, NODE);
+});
+
+test('a pod bound to the node runs, reports Running with an IP, events and logs; deletion finishes', async () => {
+  const pod: Pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'web', namespace: 'default' },
+    spec: {
+      nodeName: NODE,
+      terminationGracePeriodSeconds: 5,
+      containers: [{ name: 'nginx', image: 'nginx:latest', ports: [{ containerPort: 80 }] }],
+    },
+  };
+  await client.create(resources.pods, pod, { namespace: 'default' });
+  const running = await waitFor(
+    'the pod to be Running with an IP',
+    async () => {
+      const p = await client.get<Pod>(resources.pods, 'web', { namespace: 'default' });
+      return p.status?.phase === 'Running' && p.status.podIP ? p : undefined;
+    },
+    90_000,
+    250,
+  );
+  assert.equal(running.status?.hostIP, '127.0.0.1');
+  const res = await fetch(`http://${running.status?.podIP}/`, { headers: { 'user-agent': 'kubit-e2e' } });
+  assert.equal(res.status, 200);
+  const events = await waitFor('Started event', async () => {
+    const list = await client.list<Event>(resources.events, { namespace: 'default' });
+    const mine = list.items.filter((e) => e.involvedObject.name === 'web').map((e) => e.reason);
+    return mine.includes('Started') ? mine : undefined;
+  });
+  assert.ok(events.includes('Pulling') && events.includes('Created'));
+  // Logs through the apiserver, which proxies to this kubelet over TLS.
+  const logs = await waitFor('the access log line', async () => {
+    const text = await client.request<string>({
+      method: 'GET',
+      path: '/api/v1/namespaces/default/pods/web/log',
+      accept: 'text/plain',
+    });
+    const s = typeof text === 'string' ? text : JSON.stringify(text);
+    return s.includes('kubit-e2e') ? s : undefined;
+  });
+  assert.match(logs, /"GET \/ HTTP\/1.1" 200/);
+
+  await client.delete(resources.pods, 'web', { namespace: 'default' });
+  await waitFor(
+    'the pod to be gone',
+    async () =>
+      client.get(resources.pods, 'web', { namespace: 'default' }).then(
+        () => false,
+        () => true,
+      ),
+    30_000,
+    250,
+  );
+  const left = await runtime.listContainers({
+    labelSelector: { [POD_UID_LABEL]: running.metadata?.uid ?? '' },
+  });
+  assert.deepEqual(left, []);
+});
+
+test('after kill -9 and a restart the kubelet adopts its pod: no second container', async () => {
+  const pod: Pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'steady', namespace: 'default' },
+    spec: {
+      nodeName: NODE,
+      containers: [{ name: 'c', image: 'busybox:latest', command: ['sleep', '3600'] }],
+    },
+  };
+  const created = await client.create<Pod>(resources.pods, pod, { namespace: 'default' });
+  const uid = created.metadata?.uid ?? '';
+  await waitFor(
+    'Running',
+    async () =>
+      (await client.get<Pod>(resources.pods, 'steady', { namespace: 'default' })).status?.phase === 'Running',
+    60_000,
+    250,
+  );
+  const before = await runtime.listContainers({ labelSelector: { [POD_UID_LABEL]: uid } });
+  assert.equal(before.length, 1);
+  await kubelet.kill();
+  kubelet = startKubelet();
+  await waitFor(
+    'the restarted kubelet to renew the node status',
+    async () => {
+      const n = await client.get<Node>(resources.nodes, NODE);
+      const hb = n.status?.conditions?.find((c) => c.type === 'Ready')?.lastHeartbeatTime;
+      return hb !== undefined && Date.parse(hb) > Date.now() - 3000;
+    },
+    60_000,
+    500,
+  );
+  await new Promise((r) => setTimeout(r, 3000)); // several relists
+  const after = await runtime.listContainers({ labelSelector: { [POD_UID_LABEL]: uid } });
+  assert.deepEqual(
+    after.map((c) => [c.id, c.state]),
+    before.map((c) => [c.id, 'CONTAINER_RUNNING']),
+  );
+  const p = await client.get<Pod>(resources.pods, 'steady', { namespace: 'default' });
+  assert.equal(p.status?.containerStatuses?.[0]?.restartCount, 0);
+});

@@ -1,0 +1,194 @@
+// kubit-scheduler as a process: informers for nodes and pods feed the Scheduler;
+// with --leader-elect only the holder of the kube-system/kube-scheduler Lease
+// schedules, and a replica that loses the lease exits (as kube-scheduler does),
+// so it can never bind a pod on stale beliefs.
+import { hostname } from 'node:os';
+import { EventRecorder, KubeClient, LeaderElector, resources, SharedInformerFactory } from '@kubit/client';
+import { createLogger, createRegistry, Shutdown, StartupError, startHealthServer } from '@kubit/daemon';
+import {
+  buildFramework,
+  defaultConfig,
+  loadSchedulerConfig,
+  type SchedulerConfig,
+} from './framework/profile.js';
+import { KubeSchedulerApi } from './kube-api.js';
+import { createSchedulerMetrics } from './metrics.js';
+import { podKey } from './pod-info.js';
+import { Scheduler } from './scheduler.js';
+import { makeSelfSignedCert } from './serving-cert.js';
+import type { Node, Pod } from './types.js';
+
+export interface DaemonOptions {
+  kubeconfig?: string;
+  master?: string;
+  config?: string;
+  leaderElect: boolean;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  lockName: string;
+  lockNamespace: string;
+  securePort: number;
+  bindAddress: string;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+}
+
+export async function runDaemon(o: DaemonOptions): Promise<void> {
+  const log = createLogger({ name: 'kubit-scheduler' });
+  let cfg: SchedulerConfig;
+  try {
+    cfg = o.config ? loadSchedulerConfig(o.config) : defaultConfig();
+  } catch (err) {
+    throw new StartupError((err as Error).message);
+  }
+  const frameworks = cfg.profiles.map((p) => buildFramework(p, cfg.percentageOfNodesToScore));
+
+  let client: KubeClient;
+  try {
+    client = KubeClient.fromKubeconfig(
+      { kubeconfig: o.kubeconfig, server: o.master },
+      { userAgent: 'kubit-scheduler' },
+    );
+  } catch (err) {
+    throw new StartupError(`cannot load the kubeconfig: ${(err as Error).message}`);
+  }
+  const identity = `${hostname()}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const recorder = new EventRecorder(client, {
+    component: 'default-scheduler',
+    host: hostname(),
+    onError: (err) => log.debug({ err: (err as Error).message }, 'event not recorded'),
+  });
+  const factory = new SharedInformerFactory(client, {
+    onError: (err) => log.warn({ err: (err as Error).message }, 'list/watch failed; retrying'),
+  });
+  const podInformer = factory.forResource<Pod & { metadata?: object }>(resources.pods);
+  const nodeInformer = factory.forResource<Node & { metadata?: object }>(resources.nodes);
+  // Namespace labels, for pod (anti-)affinity terms with a namespaceSelector.
+  const nsInformer = factory.forResource(resources.namespaces);
+  const api = new KubeSchedulerApi(
+    client,
+    recorder,
+    (pod) => podInformer.store.getByKey(podKey(pod)) as Pod | undefined,
+  );
+
+  const registry = createRegistry();
+  let scheduler: Scheduler | null = null;
+  const metrics = createSchedulerMetrics(
+    registry,
+    () => scheduler?.queue.sizes() ?? { active: 0, backoff: 0, unschedulable: 0 },
+  );
+  scheduler = new Scheduler({
+    api,
+    frameworks,
+    metrics,
+    log,
+    initialBackoffMs: cfg.podInitialBackoffSeconds * 1000,
+    maxBackoffMs: cfg.podMaxBackoffSeconds * 1000,
+    namespaceLabels: (ns) => nsInformer.store.get(ns)?.metadata?.labels,
+  });
+  const s = scheduler;
+  nodeInformer.addEventHandler({
+    onAdd: (n) => s.onNodeAdd(n),
+    onUpdate: (a, b) => s.onNodeUpdate(a, b),
+    onDelete: (n) => s.onNodeDelete(n),
+  });
+  podInformer.addEventHandler({
+    onAdd: (p) => s.onPodAdd(p),
+    onUpdate: (a, b) => s.onPodUpdate(a, b),
+    onDelete: (p) => s.onPodDelete(p),
+  });
+
+  const shutdown = new Shutdown(log);
+  shutdown.install();
+  if (Boolean(o.tlsCertFile) !== Boolean(o.tlsPrivateKeyFile)) {
+    throw new StartupError('--tls-cert-file and --tls-private-key-file go together');
+  }
+  if (o.securePort > 0) {
+    let tls =
+      o.tlsCertFile && o.tlsPrivateKeyFile
+        ? { certFile: o.tlsCertFile, keyFile: o.tlsPrivateKeyFile }
+        : undefined;
+    if (!tls) {
+      try {
+        const cert = await makeSelfSignedCert(o.bindAddress);
+        shutdown.add(() => cert.cleanup());
+        tls = cert;
+      } catch (err) {
+        throw new StartupError((err as Error).message);
+      }
+    }
+    const health = await startHealthServer({
+      host: o.bindAddress,
+      port: o.securePort,
+      registry,
+      log,
+      tls,
+      readiness: [
+        {
+          name: 'informer-sync',
+          check: () => {
+            if (!podInformer.hasSynced() || !nodeInformer.hasSynced())
+              throw new Error('informers not synced yet');
+          },
+        },
+      ],
+    }).catch((err: Error) => {
+      throw new StartupError(`cannot serve on ${o.bindAddress}:${o.securePort}: ${err.message}`);
+    });
+    shutdown.add(() => health.close());
+  }
+
+  factory.start();
+  shutdown.add(() => factory.stop());
+  await factory.waitForCacheSync();
+  log.info(
+    { nodes: nodeInformer.store.list().length, profiles: frameworks.map((f) => f.schedulerName) },
+    'caches synced',
+  );
+
+  const lead = async (signal: AbortSignal) => {
+    log.info({ identity }, 'scheduling');
+    const loop = s.start();
+    await new Promise<void>((res) => signal.addEventListener('abort', () => res(), { once: true }));
+    await s.stop();
+    await loop;
+  };
+
+  if (!o.leaderElect) {
+    const ac = new AbortController();
+    shutdown.add(async () => {
+      ac.abort();
+      await recorder.flush();
+    });
+    await lead(ac.signal);
+    return;
+  }
+  const stopElection = new AbortController();
+  let stopping = false;
+  const elector = new LeaderElector(client, {
+    lockName: o.lockName,
+    lockNamespace: o.lockNamespace,
+    identity,
+    leaseDurationMs: o.leaseDurationMs,
+    renewDeadlineMs: o.renewDeadlineMs,
+    retryPeriodMs: o.retryPeriodMs,
+    onStartedLeading: lead,
+    onNewLeader: (who) => log.info({ leader: who }, 'new leader elected'),
+    onStoppedLeading: () => {
+      if (stopping) return;
+      // Our cache may now be behind the new leader's bindings: start over as a fresh process would.
+      log.error({ identity }, 'leader election lost');
+      process.exit(1);
+    },
+    onError: (err) => log.warn({ err: (err as Error).message }, 'leader election'),
+  });
+  const election = elector.run(stopElection.signal);
+  shutdown.add(async () => {
+    stopping = true;
+    stopElection.abort();
+    await election;
+    await recorder.flush();
+  });
+  await election;
+}

@@ -1,0 +1,139 @@
+// A profile's plugins in extension-point order, and the loops that run them.
+import type { NodeInfo } from '../node-info.js';
+import type { PodInfo } from '../pod-info.js';
+import type {
+  ClusterEventRegistration,
+  CycleState,
+  FilterPlugin,
+  Handle,
+  Plugin,
+  PreFilterPlugin,
+  PreScorePlugin,
+  ScorePlugin,
+  Status,
+} from './types.js';
+
+export interface PluginStatus {
+  status: Status;
+  plugin: string;
+}
+
+export interface WeightedScorePlugin {
+  plugin: ScorePlugin;
+  weight: number;
+}
+
+export interface FrameworkPlugins {
+  preFilter: PreFilterPlugin[];
+  filter: FilterPlugin[];
+  preScore: PreScorePlugin[];
+  score: WeightedScorePlugin[];
+}
+
+export class Framework {
+  readonly preFilter: readonly PreFilterPlugin[];
+  readonly filter: readonly FilterPlugin[];
+  readonly preScore: readonly PreScorePlugin[];
+  readonly score: readonly WeightedScorePlugin[];
+
+  constructor(
+    readonly schedulerName: string,
+    plugins: FrameworkPlugins,
+    /** 0 means adaptive, as in Kubernetes. */
+    readonly percentageOfNodesToScore = 0,
+  ) {
+    this.preFilter = plugins.preFilter;
+    this.filter = plugins.filter;
+    this.preScore = plugins.preScore;
+    this.score = plugins.score;
+  }
+
+  /** Every distinct plugin, with the events it asked to be woken for. */
+  eventRegistrations(): Map<string, readonly ClusterEventRegistration[]> {
+    const all = new Map<string, Plugin>();
+    for (const p of [
+      ...this.preFilter,
+      ...this.filter,
+      ...this.preScore,
+      ...this.score.map((s) => s.plugin),
+    ]) {
+      all.set(p.name, p);
+    }
+    const out = new Map<string, readonly ClusterEventRegistration[]>();
+    for (const [name, p] of all) out.set(name, p.events?.() ?? []);
+    return out;
+  }
+
+  runPreFilter(state: CycleState, pod: PodInfo, h: Handle): PluginStatus | null {
+    for (const p of this.preFilter) {
+      const s = p.preFilter(state, pod, h);
+      if (s === null) continue;
+      if (s.code === 'Skip') {
+        state.skipFilter.add(p.name);
+        continue;
+      }
+      return { status: s, plugin: p.name };
+    }
+    return null;
+  }
+
+  /** Runs the filters in order and stops at the first that rejects the node. */
+  runFilter(state: CycleState, pod: PodInfo, node: NodeInfo, h: Handle): PluginStatus | null {
+    const i = this.runFilterIndexed(state, pod, node, h);
+    return i < 0 ? null : { status: this.lastFilterStatus!, plugin: this.filter[i].name };
+  }
+
+  /** The status of the last rejection seen by runFilterIndexed. */
+  lastFilterStatus: Status | null = null;
+
+  /**
+   * The allocation-free form of runFilter for the hot loop: returns the index of
+   * the rejecting plugin (its status in lastFilterStatus), or -1 when the node passes.
+   */
+  runFilterIndexed(state: CycleState, pod: PodInfo, node: NodeInfo, h: Handle): number {
+    // The filters left after PreFilter's Skips, computed once per cycle.
+    let active = state.activeFilters;
+    if (active === null) {
+      active = [];
+      for (let i = 0; i < this.filter.length; i++)
+        if (!state.skipFilter.has(this.filter[i].name)) active.push(i);
+      state.activeFilters = active;
+    }
+    const plugins = this.filter;
+    for (let k = 0; k < active.length; k++) {
+      const i = active[k];
+      const s = plugins[i].filter(state, pod, node, h);
+      if (s !== null) {
+        this.lastFilterStatus = s;
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  runPreScore(state: CycleState, pod: PodInfo, nodes: readonly NodeInfo[], h: Handle): PluginStatus | null {
+    for (const p of this.preScore) {
+      const s = p.preScore(state, pod, nodes, h);
+      if (s === null) continue;
+      if (s.code === 'Skip') {
+        state.skipScore.add(p.name);
+        continue;
+      }
+      return { status: s, plugin: p.name };
+    }
+    return null;
+  }
+
+  /** Weighted sum of normalized scores per node, in the order of `nodes`. */
+  runScore(state: CycleState, pod: PodInfo, nodes: readonly NodeInfo[], h: Handle): Float64Array {
+    const totals = new Float64Array(nodes.length);
+    const scratch = new Float64Array(nodes.length);
+    for (const { plugin, weight } of this.score) {
+      if (state.skipScore.has(plugin.name)) continue;
+      for (let i = 0; i < nodes.length; i++) scratch[i] = plugin.score(state, pod, nodes[i], h);
+      plugin.normalizeScore?.(state, pod, scratch);
+      for (let i = 0; i < nodes.length; i++) totals[i] += scratch[i] * weight;
+    }
+    return totals;
+  }
+}

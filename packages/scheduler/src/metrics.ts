@@ -1,0 +1,69 @@
+// The scheduler's Prometheus metrics, named as kube-scheduler names them.
+import { Counter, Gauge, Histogram, type Registry } from '@kubit/daemon';
+import type { QueueSizes } from './queue.js';
+
+export interface SchedulerMetrics {
+  attempt(result: 'scheduled' | 'unschedulable' | 'error', profile: string, seconds: number): void;
+  podScheduled(e2eSeconds: number, attempts: number): void;
+  bindingDone(seconds: number, ok: boolean): void;
+}
+
+export function createSchedulerMetrics(registry: Registry, queueSizes: () => QueueSizes): SchedulerMetrics {
+  const attempts = new Counter({
+    name: 'scheduler_schedule_attempts_total',
+    help: 'Number of attempts to schedule pods, by the result. "unschedulable" means a pod could not be scheduled, while "error" means an internal scheduler problem.',
+    labelNames: ['result', 'profile'],
+    registers: [registry],
+  });
+  const attemptDuration = new Histogram({
+    name: 'scheduler_scheduling_attempt_duration_seconds',
+    help: 'Scheduling attempt latency in seconds (scheduling algorithm + binding start)',
+    labelNames: ['result', 'profile'],
+    buckets: [0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1],
+    registers: [registry],
+  });
+  const e2e = new Histogram({
+    name: 'scheduler_pod_scheduling_sli_duration_seconds',
+    help: 'E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might involve multiple scheduling attempts.',
+    labelNames: ['attempts'],
+    buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const binding = new Histogram({
+    name: 'scheduler_binding_duration_seconds',
+    help: 'Binding latency in seconds',
+    labelNames: ['result'],
+    buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'scheduler_pending_pods',
+    help: 'Number of pending pods, by the queue type. "active" means number of pods in activeQ; "backoff" means number of pods in backoffQ; "unschedulable" means number of pods in unschedulablePods.',
+    labelNames: ['queue'],
+    registers: [registry],
+    collect() {
+      const s = queueSizes();
+      this.set({ queue: 'active' }, s.active);
+      this.set({ queue: 'backoff' }, s.backoff);
+      this.set({ queue: 'unschedulable' }, s.unschedulable);
+    },
+  });
+  return {
+    attempt(result, profile, seconds) {
+      attempts.inc({ result, profile });
+      attemptDuration.observe({ result, profile }, seconds);
+    },
+    podScheduled(e2eSeconds, n) {
+      e2e.observe({ attempts: n >= 16 ? '16+' : String(n) }, e2eSeconds);
+    },
+    bindingDone(seconds, ok) {
+      binding.observe({ result: ok ? 'success' : 'error' }, seconds);
+    },
+  };
+}
+
+export const noMetrics: SchedulerMetrics = {
+  attempt() {},
+  podScheduled() {},
+  bindingDone() {},
+};

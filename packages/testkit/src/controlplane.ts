@@ -1,0 +1,286 @@
+// A control plane for one test file: a store (real etcd 3.4 today, kubit-store
+// later) and kubit-apiserver, as real processes on free loopback ports, with a
+// fresh PKI and an admin kubeconfig.
+import { readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { Etcd3 } from 'etcd3';
+import { generatePki, type Pki } from './pki.js';
+import { daemonCommand, freePort, startProcess, type TestProcess, tempDir, waitFor } from './process.js';
+
+/** A running store the apiserver can use: etcd v3 gRPC endpoints over TLS. */
+export interface RunningStore {
+  endpoints: string[];
+  stop(): Promise<void>;
+  /** The processes, for fault-injection tests (kill a member, ...). */
+  processes: TestProcess[];
+}
+
+/**
+ * Starts a store speaking etcd's v3 API over TLS with the PKI's `store` cert,
+ * requiring client certs signed by the CA. Implement this for kubit-store to
+ * run every control-plane test on it.
+ */
+export type StoreBackend = (opts: { dir: string; pki: Pki; logDir: string }) => Promise<RunningStore>;
+
+/** Both programs take etcd's flags; only the command and a few etcd-only flags differ. */
+function storeBackend(program: 'etcd' | 'kubit-store'): StoreBackend {
+  return async ({ dir, pki, logDir }) => {
+    const clientPort = await freePort();
+    const peerPort = await freePort();
+    const clientUrl = `https://127.0.0.1:${clientPort}`;
+    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    const cmd = program === 'etcd' ? { command: 'etcd', args: [] } : daemonCommand('store', 'main.ts');
+    const logFile = join(logDir, `${program}.log`);
+    const proc = startProcess({
+      name: program,
+      command: cmd.command,
+      args: [
+        ...cmd.args,
+        '--name=default',
+        `--data-dir=${join(dir, `${program}-data`)}`,
+        `--listen-client-urls=${clientUrl}`,
+        `--advertise-client-urls=${clientUrl}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=default=${peerUrl}`,
+        `--cert-file=${pki.store.cert}`,
+        `--key-file=${pki.store.key}`,
+        `--trusted-ca-file=${pki.caFile}`,
+        '--client-cert-auth',
+        '--log-level=warn',
+        ...(program === 'etcd' ? ['--logger=zap'] : []),
+      ],
+      logFile,
+    });
+    // Ready when a client with the apiserver's certificate can read through the v3 API.
+    const client = new Etcd3({
+      hosts: [clientUrl],
+      credentials: {
+        rootCertificate: readFileSync(pki.caFile),
+        certChain: readFileSync(pki.apiserverEtcdClient.cert),
+        privateKey: readFileSync(pki.apiserverEtcdClient.key),
+      },
+      dialTimeout: 2000,
+    });
+    try {
+      await waitFor(`${program} to serve`, async () => {
+        if (!proc.running) throw new Error(`${program} exited; see ${logFile}`);
+        await client.get('/kubit/health-probe').string();
+        return true;
+      });
+    } finally {
+      client.close();
+    }
+    return { endpoints: [clientUrl], stop: () => proc.stop(), processes: [proc] };
+  };
+}
+
+/** The real etcd (Debian's etcd-server 3.4), one member. */
+export const etcdBackend: StoreBackend = storeBackend('etcd');
+
+/** kubit-store, one member (from sources under the test runner). */
+export const kubitStoreBackend: StoreBackend = storeBackend('kubit-store');
+
+/** Chooses the store: KUBIT_TEST_STORE=etcd (default) or kubit-store. */
+export function defaultStoreBackend(): StoreBackend {
+  const which = process.env.KUBIT_TEST_STORE ?? 'etcd';
+  if (which === 'etcd') return etcdBackend;
+  if (which === 'kubit-store') return kubitStoreBackend;
+  throw new Error(`KUBIT_TEST_STORE=${which}: no such store backend (known: etcd, kubit-store)`);
+}
+
+export interface ControlPlaneOptions {
+  store?: StoreBackend;
+  /** Nodes to make kubelet certs for (see kubeconfigForNode). */
+  nodes?: string[];
+  /** Extra flags for kubit-apiserver. */
+  apiserverArgs?: string[];
+  /** Extra lines for the --token-auth-file CSV (token,user,uid,"g1,g2"). */
+  tokens?: string[];
+}
+
+export interface ControlPlane {
+  /** https://127.0.0.1:<port> */
+  url: string;
+  kubeconfigPath: string;
+  caFile: string;
+  clientCert: string;
+  clientKey: string;
+  pki: Pki;
+  /** Where the PKI, kubeconfigs, logs and data live; removed by stop(). */
+  dir: string;
+  logDir: string;
+  storeEndpoints: string[];
+  apiserver: TestProcess;
+  store: RunningStore;
+  /** Writes a kubeconfig for a client cert pair and returns its path. */
+  kubeconfigFor(name: string, cert: { cert: string; key: string }): Promise<string>;
+  /** kubeconfig for the kubelet of `node` (must be in options.nodes). */
+  kubeconfigForNode(node: string): Promise<string>;
+  /** Stops the apiserver then the store (by PID), removes the directory. */
+  stop(): Promise<void>;
+}
+
+export async function writeKubeconfig(
+  path: string,
+  opts: { server: string; caFile: string; cert: string; key: string; user?: string },
+): Promise<void> {
+  const user = opts.user ?? 'user';
+  const text = `apiVersion: v1
+kind: Config
+clusters:
+- name: kubit
+  cluster:
+    server: ${opts.server}
+    certificate-authority: ${opts.caFile}
+users:
+- name: ${user}
+  user:
+    client-certificate: ${opts.cert}
+    client-key: ${opts.key}
+contexts:
+- name: kubit
+  context:
+    cluster: kubit
+    user: ${user}
+    namespace: default
+current-context: kubit
+`;
+  await writeFile(path, text);
+}
+
+export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const tmp = await tempDir('kubit-cp-');
+  const dir = tmp.path;
+  const logDir = join(dir, 'logs');
+  await mkdir(logDir, { recursive: true });
+  const nodes = options.nodes ?? [];
+  const pki = await generatePki(join(dir, 'pki'), nodes);
+  const backend = options.store ?? defaultStoreBackend();
+  let store: RunningStore | undefined;
+  let apiserver: TestProcess | undefined;
+  try {
+    store = await backend({ dir, pki, logDir });
+    const port = await freePort();
+    const tokenFile = join(dir, 'tokens.csv');
+    await writeFile(tokenFile, (options.tokens ?? []).map((l) => `${l}\n`).join(''));
+    const cmd = daemonCommand('apiserver', 'main.ts');
+    apiserver = startProcess({
+      name: 'kubit-apiserver',
+      command: cmd.command,
+      args: [
+        ...cmd.args,
+        `--secure-port=${port}`,
+        '--bind-address=127.0.0.1',
+        `--tls-cert-file=${pki.apiserver.cert}`,
+        `--tls-private-key-file=${pki.apiserver.key}`,
+        `--client-ca-file=${pki.caFile}`,
+        `--token-auth-file=${tokenFile}`,
+        `--etcd-servers=${store.endpoints.join(',')}`,
+        `--etcd-cafile=${pki.caFile}`,
+        `--etcd-certfile=${pki.apiserverEtcdClient.cert}`,
+        `--etcd-keyfile=${pki.apiserverEtcdClient.key}`,
+        '--authorization-mode=Node,RBAC',
+        `--kubelet-client-certificate=${pki.apiserverKubeletClient.cert}`,
+        `--kubelet-client-key=${pki.apiserverKubeletClient.key}`,
+        `--kubelet-certificate-authority=${pki.caFile}`,
+        ...(options.apiserverArgs ?? []),
+      ],
+      env: { KUBIT_LOG_FORMAT: 'json' },
+      logFile: join(logDir, 'apiserver.log'),
+    });
+    const url = `https://127.0.0.1:${port}`;
+    const proc = apiserver;
+    await waitFor(
+      'kubit-apiserver to be ready',
+      async () => {
+        if (!proc.running) {
+          throw new Error(`kubit-apiserver exited: ${tail(join(logDir, 'apiserver.log'))}`);
+        }
+        const r = await httpsGet(`${url}/readyz`, pki.caFile, pki.admin);
+        return r.status === 200;
+      },
+      60_000,
+      200,
+    );
+    const kubeconfigPath = join(dir, 'admin.kubeconfig');
+    await writeKubeconfig(kubeconfigPath, { server: url, caFile: pki.caFile, ...pki.admin, user: 'admin' });
+    const runningStore = store;
+    return {
+      url,
+      kubeconfigPath,
+      caFile: pki.caFile,
+      clientCert: pki.admin.cert,
+      clientKey: pki.admin.key,
+      pki,
+      dir,
+      logDir,
+      storeEndpoints: store.endpoints,
+      apiserver,
+      store,
+      async kubeconfigFor(name, cert) {
+        const path = join(dir, `${name}.kubeconfig`);
+        await writeKubeconfig(path, { server: url, caFile: pki.caFile, ...cert, user: name });
+        return path;
+      },
+      async kubeconfigForNode(node) {
+        const path = join(dir, `kubelet-${node}.kubeconfig`);
+        await writeKubeconfig(path, {
+          server: url,
+          caFile: pki.caFile,
+          ...pki.kubeletClient(node),
+          user: node,
+        });
+        return path;
+      },
+      async stop() {
+        await proc.stop();
+        await runningStore.stop();
+        await tmp.cleanup();
+      },
+    };
+  } catch (err) {
+    await apiserver?.stop();
+    await store?.stop();
+    await tmp.cleanup();
+    throw err;
+  }
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').trim().split('\n').slice(-5).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** A GET over HTTPS with a client cert; resolves with status and body text. */
+export function httpsGet(
+  url: string,
+  caFile: string,
+  client: { cert: string; key: string },
+): Promise<{ status: number; body: string }> {
+  return new Promise((res, rej) => {
+    const req = request(
+      url,
+      {
+        method: 'GET',
+        ca: readFileSync(caFile),
+        cert: readFileSync(client.cert),
+        key: readFileSync(client.key),
+      },
+      (resp) => {
+        const chunks: Buffer[] = [];
+        resp.on('data', (c: Buffer) => chunks.push(c));
+        resp.on('end', () => res({ status: resp.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+        resp.on('error', rej);
+      },
+    );
+    req.on('error', rej);
+    req.setTimeout(5000, () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}
