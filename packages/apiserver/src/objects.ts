@@ -18,7 +18,12 @@ export function parseFieldValidation(v: string | undefined): FieldValidation {
  * Checks a decoded body against the kind's schema. Returns the object without
  * unknown fields; warnings collects what Warn mode reports.
  */
-export function decodeObject(def: KindDef, raw: unknown, mode: FieldValidation, warnings: string[]): KObject {
+export function decodeObject(
+  def: Pick<KindDef, 'group' | 'version' | 'kind' | 'schema'>,
+  raw: unknown,
+  mode: FieldValidation,
+  warnings: string[],
+): KObject {
   const gv = groupVersion(def);
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw badRequest(
@@ -96,9 +101,27 @@ export function keepSystemMetadata(o: KObject, old: KObject): void {
 }
 
 export function sameIgnoringVersion(a: KObject, b: KObject): boolean {
-  const strip = (o: KObject) =>
-    JSON.stringify({ ...o, metadata: { ...(o.metadata ?? {}), resourceVersion: undefined } });
-  return strip(a) === strip(b);
+  const strip = (o: KObject) => ({ ...o, metadata: { ...(o.metadata ?? {}), resourceVersion: undefined } });
+  return sameJson(strip(a), strip(b));
+}
+
+/**
+ * Whether two JSON values are equal regardless of object key order: clients
+ * (Go's among them) serialize fields in their own order, and reordering alone
+ * is no change (no write, no generation bump).
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+function canonicalJson(v: unknown): string {
+  return JSON.stringify(v, (_key, value: unknown) => {
+    if (!value || typeof value !== 'object' || Array.isArray(value)) return value;
+    // No prototype: a "__proto__" key is data here, never a prototype write.
+    const sorted: Record<string, unknown> = Object.create(null);
+    for (const k of Object.keys(value).sort()) sorted[k] = (value as Record<string, unknown>)[k];
+    return sorted;
+  });
 }
 
 const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';

@@ -30,6 +30,7 @@ import {
   nowRfc3339,
   parseFieldValidation,
   sameIgnoringVersion,
+  sameJson,
   validateChange,
   validateNew,
 } from './objects.js';
@@ -334,11 +335,7 @@ export class Rest {
         next.spec = { ...obj(currentOut.spec), finalizers: fins };
       } else def.prepareForUpdate?.(next, currentOut);
       def.defaults?.(next);
-      if (
-        def.generation &&
-        sub !== 'status' &&
-        JSON.stringify(next.spec) !== JSON.stringify(currentOut.spec)
-      ) {
+      if (def.generation && sub !== 'status' && !sameJson(next.spec, currentOut.spec)) {
         m.generation = Number(currentOut.metadata?.generation ?? 0) + 1;
       }
       validateChange(def, next, currentOut);
@@ -717,12 +714,12 @@ export class Rest {
 }
 
 /** The Scale subresource's body, decoded like a kind (unknown fields, wrong types). */
-const SCALE_DEF = {
+const SCALE_DEF: Pick<KindDef, 'group' | 'version' | 'kind' | 'schema'> = {
   group: 'autoscaling',
   version: 'v1',
   kind: 'Scale',
   schema: schemas.scale,
-} as KindDef;
+};
 
 function applyPatchOfFormat(format: string, current: KObject, patch: unknown): unknown {
   switch (format) {

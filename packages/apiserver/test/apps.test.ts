@@ -83,6 +83,11 @@ describe('apps/v1 CRUD', () => {
     });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.metadata.generation, 1);
+    // Nor is the same spec with its fields in another order (as Go clients send them).
+    const reordered = Object.fromEntries(Object.entries(r.body.spec).reverse());
+    r = await api.put(`${APPS}/deployments/d2`, { ...r.body, spec: reordered });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.metadata.generation, 1);
     // The main resource ignores status; a spec change bumps generation.
     r = await api.put(`${APPS}/deployments/d2`, {
       ...r.body,

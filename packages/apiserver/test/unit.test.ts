@@ -2,8 +2,10 @@
 // decoding, table text, request parsing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { deployments, replicasets, selectorText } from '../src/kinds/apps.js';
 import { builtinKinds, KindRegistry } from '../src/kinds/index.js';
 import { podStatusText } from '../src/kinds/pods.js';
+import { sameJson } from '../src/objects.js';
 import { decodeProtobufObject } from '../src/protobuf.js';
 import { parseRequestInfo } from '../src/request.js';
 import { humanDuration } from '../src/table.js';
@@ -150,5 +152,60 @@ describe('request info', () => {
     assert.deepEqual([nsStatus.resource, nsStatus.name, nsStatus.subresource], ['namespaces', 'x', 'status']);
     assert.equal(ri('GET', '/api/v1').kind, 'nonresource');
     assert.equal(ri('GET', '/healthz').kind, 'nonresource');
+  });
+});
+
+describe('object comparison and apps/v1 table cells', () => {
+  it('sameJson ignores key order but not values, and keeps "__proto__" as data', () => {
+    assert.equal(sameJson({ a: 1, b: { c: [1, 2], d: 'x' } }, { b: { d: 'x', c: [1, 2] }, a: 1 }), true);
+    assert.equal(sameJson({ a: [1, 2] }, { a: [2, 1] }), false);
+    const hostile = JSON.parse('{"__proto__": {"x": 1}}');
+    assert.equal(sameJson(hostile, {}), false);
+    assert.equal(sameJson(hostile, JSON.parse('{"__proto__": {"x": 1}}')), true);
+  });
+
+  it('prints selectors and the rs/deploy cells as kubectl shows them', () => {
+    const spec = {
+      replicas: 3,
+      selector: {
+        matchLabels: { app: 'a' },
+        matchExpressions: [{ key: 'env', operator: 'NotIn', values: ['dev'] }],
+      },
+      template: {
+        spec: {
+          containers: [
+            { name: 'x', image: 'i:1' },
+            { name: 'y', image: 'j:2' },
+          ],
+        },
+      },
+    };
+    const created = '2026-01-01T00:00:00Z';
+    const o = {
+      metadata: { creationTimestamp: created },
+      spec,
+      status: { replicas: 2, readyReplicas: 1, updatedReplicas: 2, availableReplicas: 1 },
+    };
+    assert.equal(selectorText(o), 'app=a,env notin (dev)');
+    const now = Date.parse('2026-01-01T00:01:30Z');
+    assert.deepEqual(replicasets.table.cells(o, now), [
+      3,
+      2,
+      1,
+      '90s',
+      'x,y',
+      'i:1,j:2',
+      'app=a,env notin (dev)',
+    ]);
+    assert.deepEqual(deployments.table.cells(o, now), [
+      '1/3',
+      2,
+      1,
+      '90s',
+      'x,y',
+      'i:1,j:2',
+      'app=a,env notin (dev)',
+    ]);
+    assert.deepEqual(deployments.table.cells({ metadata: {}, spec: {} }, now).slice(0, 3), ['0/0', 0, 0]);
   });
 });

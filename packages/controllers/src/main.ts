@@ -14,6 +14,7 @@ import {
   runMain,
   Shutdown,
   StartupError,
+  selfSignedServingCert,
   startHealthServer,
 } from '@kubit/daemon';
 import { Command } from 'commander';
@@ -121,7 +122,6 @@ async function run(flags: Flags): Promise<void> {
   const { EventRecorder, KubeClient, LeaderElector } = await import('@kubit/client');
   const { ControllerManager } = await import('./manager.js');
   const { RestCluster } = await import('./rest-cluster.js');
-  const { selfSignedCert } = await import('./serving-cert.js');
   let client: InstanceType<typeof KubeClient>;
   try {
     client = KubeClient.fromKubeconfig(
@@ -184,7 +184,7 @@ async function run(flags: Flags): Promise<void> {
       ? { certFile: flags.tlsCertFile, keyFile: flags.tlsPrivateKeyFile! }
       : undefined;
     if (!tls) {
-      const cert = await selfSignedCert(flags.bindAddress === '0.0.0.0' ? '127.0.0.1' : flags.bindAddress);
+      const cert = await selfSignedServingCert('kubit-controller-manager', flags.bindAddress);
       shutdown.add(() => cert.cleanup());
       tls = cert;
     }

@@ -4,7 +4,14 @@
 // so it can never bind a pod on stale beliefs.
 import { hostname } from 'node:os';
 import { EventRecorder, KubeClient, LeaderElector, resources, SharedInformerFactory } from '@kubit/client';
-import { createLogger, createRegistry, Shutdown, StartupError, startHealthServer } from '@kubit/daemon';
+import {
+  createLogger,
+  createRegistry,
+  Shutdown,
+  StartupError,
+  selfSignedServingCert,
+  startHealthServer,
+} from '@kubit/daemon';
 import {
   buildFramework,
   defaultConfig,
@@ -15,7 +22,7 @@ import { KubeSchedulerApi } from './kube-api.js';
 import { createSchedulerMetrics } from './metrics.js';
 import { podKey } from './pod-info.js';
 import { Scheduler } from './scheduler.js';
-import { makeSelfSignedCert } from './serving-cert.js';
+
 import type { Node, Pod } from './types.js';
 
 export interface DaemonOptions {
@@ -111,7 +118,7 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
         : undefined;
     if (!tls) {
       try {
-        const cert = await makeSelfSignedCert(o.bindAddress);
+        const cert = await selfSignedServingCert('kubit-scheduler', o.bindAddress);
         shutdown.add(() => cert.cleanup());
         tls = cert;
       } catch (err) {

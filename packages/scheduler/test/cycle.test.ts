@@ -216,13 +216,10 @@ describe('scheduling cycle', () => {
     const { api, s } = setup(three());
     s.onPodAdd(pod('bad', { cpu: 'lots' }));
     assert.equal(s.queue.sizes().active, 0);
-    assert.deepEqual(api.lastEvent('default/bad'), {
-      pod: 'default/bad',
-      type: 'Warning',
-      reason: 'FailedScheduling',
-      message:
-        'cannot schedule the pod: invalid quantity "lots": expected a number with an optional suffix such as 100m, 2Gi or 1e3',
-    });
+    const event = api.lastEvent('default/bad');
+    assert.equal(event?.type, 'Warning');
+    assert.equal(event?.reason, 'FailedScheduling');
+    assert.match(event?.message ?? '', /^cannot schedule the pod: cannot parse 'lots': quantities must match/);
   });
 
   it('runs the loop asynchronously: start, schedule, stop', async () => {

@@ -36,6 +36,8 @@ export interface ClusterOptions {
   /** Extra flags for every member. */
   args?: string[];
   env?: NodeJS.ProcessEnv;
+  /** How to run kubit-store (default: testkit's daemonCommand('store')). */
+  storeCommand?: { command: string; args: string[] };
   /** Serve clients over TLS with client certificates; etcdctl calls then present clientCert. */
   tls?: { cert: string; key: string; ca: string; clientCert: string; clientKey: string };
 }
@@ -191,7 +193,9 @@ export class StoreCluster {
   startMember(i: number, state: 'new' | 'existing' = 'new', initialCluster?: string): TestProcess {
     const m = this.members[i];
     const cmd =
-      this.program === 'etcd' ? { command: ETCD_BINARY, args: [] } : daemonCommand('store', 'main.ts');
+      this.program === 'etcd'
+        ? { command: ETCD_BINARY, args: [] }
+        : (this.opts.storeCommand ?? daemonCommand('store', 'main.ts'));
     m.process = startProcess({
       command: cmd.command,
       args: [...cmd.args, ...this.memberArgs(i, state, initialCluster)],

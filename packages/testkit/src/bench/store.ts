@@ -5,8 +5,11 @@
 //   node packages/testkit/dist/src/bench/store.js [--clients=1,16,128,512]
 //        [--seconds=5] [--value-bytes=256] [--members=1]
 //
-// kubit-store runs from dist/ (run `pnpm build` first) unless KUBIT_SOURCE=1.
+// kubit-store runs from its dist/ (run `pnpm build` first).
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { Etcd3 } from 'etcd3';
 import { type StoreCluster as Cluster, etcdInstalled, StoreCluster, type StoreProgram } from '../etcd.js';
 
@@ -31,6 +34,17 @@ function parseArgs(argv: string[]): Options {
   if (opts.clients.some((c) => !Number.isInteger(c) || c < 1 || c > 4096))
     throw new Error('--clients takes integers in [1, 4096]');
   return opts;
+}
+
+/** kubit-store's built entry point, found from this file (dist/src/bench/ or src/bench/). */
+function storeCommand(): { command: string; args: string[] } {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const packages = here.includes(join('testkit', 'dist'))
+    ? resolve(here, '../../../..')
+    : resolve(here, '../../..');
+  const main = join(packages, 'store', 'dist', 'src', 'main.js');
+  if (!existsSync(main)) throw new Error(`${main} is missing: run "pnpm build" first`);
+  return { command: process.execPath, args: [main] };
 }
 
 interface Row {
@@ -109,7 +123,7 @@ async function main(): Promise<void> {
     throw new Error('etcd 3.4 is not installed (Debian packages etcd-server and etcd-client)');
   const rows: Row[] = [];
   for (const program of ['etcd', 'kubit-store'] as const) {
-    const cluster = await StoreCluster.start({ program, size: opts.members });
+    const cluster = await StoreCluster.start({ program, size: opts.members, storeCommand: storeCommand() });
     try {
       for (const clients of opts.clients) {
         const row = await measure(cluster, clients, opts);

@@ -1,12 +1,13 @@
-// When no --tls-cert-file is given, kube-scheduler serves its secure port with a
-// self-signed certificate it makes at startup; so does kubit-scheduler (with openssl).
+// When no --tls-cert-file is given, kube-scheduler and kube-controller-manager
+// serve their secure port with a self-signed certificate made at start-up; so do
+// Kubit's daemons (with openssl, which the PKI needs anyway).
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
-const execFileAsync = promisify(execFile);
+const run = promisify(execFile);
 
 export interface ServingCert {
   certFile: string;
@@ -14,16 +15,16 @@ export interface ServingCert {
   cleanup(): Promise<void>;
 }
 
-export async function makeSelfSignedCert(bindAddress: string): Promise<ServingCert> {
-  const dir = await mkdtemp(join(tmpdir(), 'kubit-scheduler-cert-'));
+/** A fresh self-signed certificate for `bindAddress` (and localhost), in a temp dir removed by cleanup(). */
+export async function selfSignedServingCert(component: string, bindAddress: string): Promise<ServingCert> {
+  const dir = await mkdtemp(join(tmpdir(), `${component}-cert-`));
   const certFile = join(dir, 'tls.crt');
   const keyFile = join(dir, 'tls.key');
   const host = bindAddress === '0.0.0.0' || bindAddress === '::' ? '127.0.0.1' : bindAddress;
   const isIp = /^[\d.]+$|:/.test(host);
   const san = isIp ? `IP:${host},DNS:localhost` : `DNS:${host},DNS:localhost,IP:127.0.0.1`;
-  const subject = `/CN=kubit-scheduler@${Math.floor(Date.now() / 1000)}`;
   try {
-    await execFileAsync('openssl', [
+    await run('openssl', [
       'req',
       '-x509',
       '-nodes',
@@ -34,7 +35,7 @@ export async function makeSelfSignedCert(bindAddress: string): Promise<ServingCe
       '-pkeyopt',
       'ec_paramgen_curve:prime256v1',
       '-subj',
-      subject,
+      `/CN=${component}@${Math.floor(Date.now() / 1000)}`,
       '-addext',
       `subjectAltName=${san}`,
       '-keyout',
