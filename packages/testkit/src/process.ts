@@ -1,13 +1,20 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The repository's root directory. */
-export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+/** The repository's root directory: the nearest ancestor with pnpm-workspace.yaml (from src/ or dist/src/). */
+export const repoRoot = findRepoRoot(dirname(fileURLToPath(import.meta.url)));
+
+function findRepoRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'pnpm-workspace.yaml'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no pnpm-workspace.yaml above ${from}`);
+  }
+}
 
 /**
  * How to run one of Kubit's daemons: from TypeScript sources under the test

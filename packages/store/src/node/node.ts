@@ -1,0 +1,428 @@
+// The node loop: drives the raft core. Each Ready is handled in raft's order:
+// persist hard state + entries in ONE synced level batch (group commit: every
+// proposal that arrived meanwhile shares that fsync), send messages, apply
+// committed entries, answer waiting clients, advance.
+import type { Logger } from '@kubit/daemon';
+import { Errors, type EtcdError } from '../errors.js';
+import type { ApplyResult, Db, StateMachine } from '../mvcc/machine.js';
+import type { BatchOp } from '../mvcc/store.js';
+import { type Command, codecs, type MemberInfo } from '../proto.js';
+import { decodeConfChange } from '../raft/index.js';
+import type { ConfChange, ConfState, Entry, Message, Ready, SoftState } from '../raft/types.js';
+import type { RaftLog } from './log.js';
+import type { RawNodeFactory, RawNodeLike } from './rawnode.js';
+
+const ENTRY_CONF_CHANGE = 1;
+const REQUEST_TIMEOUT_MS = 7000;
+
+export interface NodeOptions {
+  id: string;
+  db: Db;
+  log: RaftLog;
+  machine: StateMachine;
+  rawNode: RawNodeFactory;
+  tickMs: number;
+  electionTicks: number;
+  heartbeatTicks: number;
+  snapshotCount: number;
+  logger: Logger;
+  send(messages: Message[]): void;
+  onLeaderChange?(lead: string, isLeader: boolean): void;
+  onRemoved?(): void;
+}
+
+interface Waiter {
+  resolve(v: ApplyResult): void;
+  timer: NodeJS.Timeout;
+}
+
+interface ConfWaiter {
+  resolve(cs: ConfState): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+export class RaftNode {
+  readonly id: string;
+  private raw!: RawNodeLike;
+  private readonly opts: NodeOptions;
+  private busy = false;
+  private again = false;
+  private ticker: NodeJS.Timeout | undefined;
+  private nextId = 1;
+  private readonly waiters = new Map<string, Waiter>();
+  private readonly proposed = new WeakMap<Uint8Array, Command>();
+  private readonly confWaiters = new Map<string, ConfWaiter>();
+  private readonly appliedWaiters: { index: number; resolve(): void }[] = [];
+  private readonly readWaiters = new Map<string, { resolve(): void; reject(e: Error): void }[]>();
+  private pendingReads: { resolve(): void; reject(e: Error): void }[] = [];
+  private readSeq = 0;
+  private lastSnapshotIndex = 0;
+  private stopped = false;
+  soft: SoftState = { lead: '', state: 'follower' };
+  term = 0;
+  commitIndex = 0;
+
+  constructor(opts: NodeOptions) {
+    this.opts = opts;
+    this.id = opts.id;
+  }
+
+  get machine(): StateMachine {
+    return this.opts.machine;
+  }
+
+  get isLeader(): boolean {
+    return this.soft.state === 'leader';
+  }
+
+  get leader(): string {
+    return this.soft.lead;
+  }
+
+  start(): void {
+    const { log, machine } = this.opts;
+    this.lastSnapshotIndex = log.firstIndex() - 1;
+    this.term = log.hardState.term;
+    this.commitIndex = log.hardState.commit;
+    log.snapshotSource = () => {
+      const index = machine.appliedIndex;
+      return {
+        meta: { index, term: log.term(index), confState: log.confState },
+        data: machine.serialize(),
+      };
+    };
+    this.raw = this.opts.rawNode({
+      id: this.id,
+      electionTick: this.opts.electionTicks,
+      heartbeatTick: this.opts.heartbeatTicks,
+      storage: log,
+      applied: machine.appliedIndex,
+      preVote: true,
+      checkQuorum: true,
+      maxSizePerMsg: 1024 * 1024,
+      maxInflightMsgs: 256,
+    });
+    this.ticker = setInterval(() => {
+      this.raw.tick();
+      this.kick();
+    }, this.opts.tickMs);
+    this.kick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.ticker) clearInterval(this.ticker);
+    for (const w of this.waiters.values()) {
+      clearTimeout(w.timer);
+      w.resolve({ ok: false, error: Errors.stopped() });
+    }
+    this.waiters.clear();
+  }
+
+  /** A batch of raft messages from a peer. */
+  receive(messages: Message[]): void {
+    if (this.stopped) return;
+    for (const m of messages) {
+      try {
+        this.raw.step(m);
+      } catch (err) {
+        this.opts.logger.debug({ err, type: m.type, from: m.from }, 'dropped raft message');
+      }
+    }
+    this.kick();
+  }
+
+  reportUnreachable(id: string): void {
+    this.raw.reportUnreachable(id);
+  }
+
+  reportSnapshot(id: string, ok: boolean): void {
+    this.raw.reportSnapshot(id, ok);
+    this.kick();
+  }
+
+  /**
+   * Replicates a command; resolves once it is applied here (with its result).
+   * `maxBytes` refuses an encoded command larger than that before it reaches the log.
+   */
+  propose(cmd: Omit<Command, 'origin' | 'id'>, maxBytes = Number.POSITIVE_INFINITY): Promise<ApplyResult> {
+    if (this.stopped) return Promise.resolve({ ok: false, error: Errors.stopped() });
+    const id = String(this.nextId++);
+    const full: Command = { ...cmd, origin: this.id, id };
+    const data = codecs.command.encode(full);
+    if (data.length > maxBytes) return Promise.resolve({ ok: false, error: Errors.requestTooLarge() });
+    // The leader applies the very bytes it proposed: remember the decoded form.
+    this.proposed.set(data, full);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters.delete(id);
+        resolve({ ok: false, error: Errors.timeout() });
+      }, REQUEST_TIMEOUT_MS);
+      this.waiters.set(id, { resolve, timer });
+      try {
+        this.raw.propose(data);
+      } catch {
+        clearTimeout(timer);
+        this.waiters.delete(id);
+        resolve({ ok: false, error: this.leader ? Errors.timeout() : Errors.noLeader() });
+        return;
+      }
+      this.kick();
+    });
+  }
+
+  /** Waits until this member has applied everything committed when the read began (ReadIndex). */
+  linearizableRead(): Promise<void> {
+    if (this.stopped) return Promise.reject(Errors.stopped());
+    return new Promise((resolve, reject) => {
+      this.pendingReads.push({ resolve, reject });
+      this.kick();
+    });
+  }
+
+  proposeConfChange(cc: ConfChange): Promise<ConfState> {
+    const key = `${cc.type}/${cc.nodeId}`;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.confWaiters.delete(key);
+        reject(Errors.timeout());
+      }, REQUEST_TIMEOUT_MS);
+      this.confWaiters.set(key, { resolve, reject, timer });
+      try {
+        this.raw.proposeConfChange(cc);
+      } catch {
+        clearTimeout(timer);
+        this.confWaiters.delete(key);
+        reject(this.leader ? Errors.timeout() : Errors.noLeader());
+        return;
+      }
+      this.kick();
+    });
+  }
+
+  transferLeader(id: string): void {
+    this.raw.transferLeader(id);
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.busy) {
+      this.again = true;
+      return;
+    }
+    this.busy = true;
+    setImmediate(() => {
+      void this.run();
+    });
+  }
+
+  private flushReads(): void {
+    if (this.pendingReads.length === 0) return;
+    const ctx = String(++this.readSeq);
+    this.readWaiters.set(ctx, this.pendingReads);
+    const waiting = this.pendingReads;
+    this.pendingReads = [];
+    try {
+      this.raw.readIndex(Buffer.from(ctx));
+    } catch {
+      this.readWaiters.delete(ctx);
+      for (const w of waiting) w.reject(this.leader ? Errors.timeout() : Errors.noLeader());
+      return;
+    }
+    // A read whose ReadIndex round never completes (leader lost) times out.
+    setTimeout(() => {
+      const ws = this.readWaiters.get(ctx);
+      if (!ws) return;
+      this.readWaiters.delete(ctx);
+      for (const w of ws) w.reject(Errors.timeout());
+    }, REQUEST_TIMEOUT_MS).unref();
+  }
+
+  private async run(): Promise<void> {
+    try {
+      do {
+        this.again = false;
+        this.flushReads();
+        while (!this.stopped && this.raw.hasReady()) {
+          await this.handleReady(this.raw.ready());
+        }
+      } while (this.again && !this.stopped);
+    } catch (err) {
+      this.opts.logger.fatal({ err }, 'raft node loop failed; stopping to protect the data');
+      process.exit(2);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private async handleReady(rd: Ready): Promise<void> {
+    const { db, log, machine } = this.opts;
+    if (rd.softState) this.setSoftState(rd.softState);
+    if (rd.hardState) {
+      this.term = rd.hardState.term;
+      this.commitIndex = rd.hardState.commit;
+    }
+    // 1. Durable first: hard state, entries, snapshot, with one fsync.
+    if (rd.snapshot && rd.snapshot.meta.index > 0) {
+      await machine.restore(Buffer.from(rd.snapshot.data), rd.snapshot.meta.index);
+      const ops: BatchOp[] = [];
+      log.applySnapshotOps(rd.snapshot.meta, ops);
+      await db.batch(ops, { sync: true });
+      log.applySnapshot(rd.snapshot.meta);
+      this.lastSnapshotIndex = rd.snapshot.meta.index;
+      this.opts.logger.info({ index: rd.snapshot.meta.index }, 'restored state from a snapshot');
+      this.syncMembers();
+    }
+    // A leader may send in parallel with its own write (raft allows it: its
+    // entries count for commitment only once its own ack follows the write).
+    const sendEarly = this.isLeader;
+    if (sendEarly && rd.messages.length > 0) this.opts.send(rd.messages);
+    // Committed entries were already made durable on a quorum: apply them in
+    // memory now and put their effects in the same level batch as the new
+    // entries, so one synced write covers both (group commit) and the applied
+    // index can never run ahead of the log on disk.
+    const ops: BatchOp[] = [];
+    log.persistOps(rd.hardState, rd.entries, ops);
+    // Like etcd's MustSync: only new entries or a new term/vote need the fsync;
+    // a commit index can be recovered from the others after a crash.
+    const hs = rd.hardState;
+    const durable =
+      rd.entries.length > 0 ||
+      (hs !== undefined && (hs.term !== log.hardState.term || hs.vote !== log.hardState.vote));
+    const answers = rd.committedEntries.length > 0 ? this.apply(rd.committedEntries, ops) : [];
+    const t0 = performance.now();
+    if (ops.length > 0) await db.batch(ops, { sync: durable });
+    if (this.opts.logger.isLevelEnabled('trace')) {
+      const ms = (performance.now() - t0).toFixed(1);
+      this.opts.logger.trace(
+        { entries: rd.entries.length, committed: rd.committedEntries.length, sync: durable, ms },
+        'ready',
+      );
+    }
+    log.append(rd.hardState, rd.entries);
+    // Followers answer only once what they promise is on disk.
+    if (!sendEarly && rd.messages.length > 0) this.opts.send(rd.messages);
+    this.answer(answers);
+    for (const rs of rd.readStates) {
+      const ctx = Buffer.from(rs.requestCtx).toString();
+      const ws = this.readWaiters.get(ctx);
+      if (!ws) continue;
+      this.readWaiters.delete(ctx);
+      this.whenApplied(rs.index, () => {
+        for (const w of ws) w.resolve();
+      });
+    }
+    // 4. Done with this batch.
+    this.raw.advance(rd);
+    await this.maybeCompactLog();
+  }
+
+  private setSoftState(s: SoftState): void {
+    const changed = s.lead !== this.soft.lead || s.state !== this.soft.state;
+    this.soft = s;
+    if (!changed) return;
+    this.opts.logger.info({ lead: s.lead, state: s.state }, 'raft state changed');
+    this.opts.onLeaderChange?.(s.lead, s.state === 'leader');
+  }
+
+  private whenApplied(index: number, fn: () => void): void {
+    if (this.opts.machine.appliedIndex >= index) fn();
+    else this.appliedWaiters.push({ index, resolve: fn });
+  }
+
+  /** Applies committed entries in memory, collecting their level operations; returns the answers owed. */
+  private apply(entries: Entry[], ops: BatchOp[]): [string, ApplyResult][] {
+    const { machine } = this.opts;
+    const done: [string, ApplyResult][] = [];
+    for (const e of entries) {
+      if (e.index <= machine.appliedIndex) continue;
+      if (e.type === ENTRY_CONF_CHANGE) this.applyConfChange(e, ops);
+      else if (e.data.length > 0) {
+        const cmd = this.proposed.get(e.data) ?? codecs.command.decode(Buffer.from(e.data));
+        const result = machine.applyCommand(cmd, ops);
+        if (cmd.origin === this.id) done.push([String(cmd.id), result]);
+      }
+    }
+    const last = entries[entries.length - 1];
+    if (last.index > machine.appliedIndex) ops.push(machine.appliedOp(last.index));
+    return done;
+  }
+
+  /** Answers the clients whose commands were applied, and reads waiting for that index. */
+  private answer(done: [string, ApplyResult][]): void {
+    const { machine } = this.opts;
+    for (const [id, result] of done) {
+      const w = this.waiters.get(id);
+      if (!w) continue;
+      this.waiters.delete(id);
+      clearTimeout(w.timer);
+      w.resolve(result);
+    }
+    if (this.appliedWaiters.length > 0) {
+      const applied = machine.appliedIndex;
+      for (let i = this.appliedWaiters.length - 1; i >= 0; i--) {
+        if (this.appliedWaiters[i].index <= applied) {
+          const [w] = this.appliedWaiters.splice(i, 1);
+          w.resolve();
+        }
+      }
+    }
+  }
+
+  private applyConfChange(e: Entry, ops: BatchOp[]): void {
+    const { machine, log } = this.opts;
+    const cc = decodeConfChange(e.data);
+    const cs = this.raw.applyConfChange(cc);
+    log.confStateOps(cs, ops);
+    const info =
+      cc.context && cc.context.length > 0 ? codecs.memberInfo.decode(Buffer.from(cc.context)) : undefined;
+    if (cc.type === 'addNode' || cc.type === 'addLearner') {
+      if (info) machine.addMember({ ...info, is_learner: cc.type === 'addLearner' }, ops);
+    } else if (cc.type === 'removeNode') {
+      machine.removeMember(cc.nodeId, ops);
+    } else if (cc.type === 'promote') {
+      machine.promoteMember(cc.nodeId, ops);
+    }
+    this.syncMembers();
+    const key = `${cc.type}/${cc.nodeId}`;
+    const w = this.confWaiters.get(key);
+    if (w) {
+      this.confWaiters.delete(key);
+      clearTimeout(w.timer);
+      w.resolve(cs);
+    }
+    if (cc.type === 'removeNode' && cc.nodeId === this.id) {
+      this.opts.logger.warn('this member was removed from the cluster');
+      this.opts.onRemoved?.();
+    }
+  }
+
+  /** Hook for the server to refresh peer connections after membership changes. */
+  onMembersChanged: (members: MemberInfo[]) => void = () => {};
+
+  private syncMembers(): void {
+    this.onMembersChanged([...this.opts.machine.members.values()]);
+  }
+
+  /** Every --snapshot-count applied entries, drop the applied prefix of the log. */
+  private async maybeCompactLog(): Promise<void> {
+    const { machine, log, db } = this.opts;
+    const applied = machine.appliedIndex;
+    if (applied - this.lastSnapshotIndex < this.opts.snapshotCount) return;
+    // Make the applied state durable before the entries that rebuild it go away.
+    await db.batch([machine.appliedOp(applied)], { sync: true });
+    // Keep a tail so slightly slow followers catch up from the log, not a snapshot.
+    const keep = Math.min(5000, Math.floor(this.opts.snapshotCount / 2));
+    const upTo = Math.max(applied - keep, log.firstIndex() - 1);
+    const ops: BatchOp[] = [];
+    log.compactOps(upTo, log.confState, ops);
+    if (ops.length > 0) await db.batch(ops);
+    this.lastSnapshotIndex = applied;
+  }
+
+  /** An error a client should see for a failed apply. */
+  static fail(result: ApplyResult): EtcdError | undefined {
+    return result.ok ? undefined : result.error;
+  }
+}

@@ -1,0 +1,141 @@
+// etcdserverpb.Cluster and Maintenance: membership through raft conf changes,
+// with etcd's strict reconfiguration checks (never lose quorum by accident).
+import { createHash } from 'node:crypto';
+import type * as grpc from '@grpc/grpc-js';
+import { Errors } from '../errors.js';
+import type { Member, MemberInfo } from '../proto.js';
+import { codecs } from '../proto.js';
+import { header, type ServerContext, unary } from './context.js';
+
+export const VERSION = '3.5.13';
+
+/** A 64-bit ID from a hash, as a decimal string (etcd derives member and cluster IDs this way). */
+export function hashId(...parts: string[]): string {
+  const h = createHash('sha1').update(parts.join('')).digest();
+  const id = h.readBigUInt64BE(0);
+  return id.toString();
+}
+
+/** A member's ID from its peer URLs and the cluster token: every member computes the same. */
+export function memberId(peerUrls: string[], token: string): string {
+  return hashId([...peerUrls].sort().join(','), token);
+}
+
+export function toMember(m: MemberInfo): Member {
+  return {
+    ID: m.id,
+    name: m.name,
+    peerURLs: m.peer_urls,
+    clientURLs: m.client_urls,
+    isLearner: m.is_learner,
+  };
+}
+
+function members(ctx: ServerContext): Member[] {
+  return [...ctx.machine.members.values()].map(toMember);
+}
+
+function validUrls(urls: string[]): boolean {
+  if (urls.length === 0) return false;
+  return urls.every((u) => {
+    try {
+      const p = new URL(u);
+      return (p.protocol === 'http:' || p.protocol === 'https:') && p.port !== '' && p.pathname === '/';
+    } catch {
+      return false;
+    }
+  });
+}
+
+export function clusterService(ctx: ServerContext): grpc.UntypedServiceImplementation {
+  const voters = () => [...ctx.machine.members.values()].filter((m) => !m.is_learner);
+  const started = (m: MemberInfo) => ctx.activeMembers().has(m.id);
+  return {
+    MemberList: unary(async () => ({ header: header(ctx), members: members(ctx) })),
+    MemberAdd: unary(async (req: { peerURLs: string[]; isLearner: boolean }) => {
+      if (!validUrls(req.peerURLs)) throw Errors.memberBadURLs();
+      for (const m of ctx.machine.members.values()) {
+        if (m.peer_urls.some((u) => req.peerURLs.includes(u))) throw Errors.peerURLExist();
+      }
+      if (!req.isLearner) {
+        const vs = voters();
+        const nstarted = vs.filter(started).length;
+        const nmembers = vs.length + 1;
+        // Adding a second member to a one-member cluster is allowed (that is how clusters grow).
+        if (!(nstarted === 1 && nmembers === 2) && nstarted < Math.floor(nmembers / 2) + 1) {
+          throw Errors.memberNotEnoughStarted();
+        }
+      }
+      const id = memberId(req.peerURLs, ctx.clusterToken);
+      if (ctx.machine.members.has(id)) throw Errors.memberExist();
+      const info: MemberInfo = {
+        id,
+        name: '',
+        peer_urls: req.peerURLs,
+        client_urls: [],
+        is_learner: req.isLearner,
+      };
+      await ctx.node.proposeConfChange({
+        type: req.isLearner ? 'addLearner' : 'addNode',
+        nodeId: id,
+        context: codecs.memberInfo.encode(info),
+      });
+      return { header: header(ctx), member: toMember(info), members: members(ctx) };
+    }),
+    MemberRemove: unary(async (req: { ID: string }) => {
+      const id = String(req.ID);
+      const target = ctx.machine.members.get(id);
+      if (!target) throw Errors.memberNotFound();
+      if (!target.is_learner) {
+        const rest = voters().filter((m) => m.id !== id);
+        const nstarted = rest.filter(started).length;
+        if (nstarted < Math.floor(rest.length / 2) + 1) throw Errors.memberNotEnoughStarted();
+      }
+      await ctx.node.proposeConfChange({ type: 'removeNode', nodeId: id });
+      return { header: header(ctx), members: members(ctx) };
+    }),
+    MemberPromote: unary(async (req: { ID: string }) => {
+      const id = String(req.ID);
+      const target = ctx.machine.members.get(id);
+      if (!target) throw Errors.memberNotFound();
+      if (!target.is_learner) throw Errors.memberNotLearner();
+      await ctx.node.proposeConfChange({ type: 'promote', nodeId: id });
+      return { header: header(ctx), members: members(ctx) };
+    }),
+    MemberUpdate: unary(async () => {
+      throw Errors.memberBadURLs();
+    }),
+  };
+}
+
+export function maintenanceService(ctx: ServerContext): grpc.UntypedServiceImplementation {
+  return {
+    Status: unary(async () => {
+      const self = ctx.machine.members.get(ctx.memberId);
+      return {
+        header: header(ctx),
+        version: VERSION,
+        dbSize: ctx.dbSize(),
+        leader: ctx.node.leader || '0',
+        raftIndex: ctx.node.commitIndex,
+        raftTerm: ctx.node.term,
+        raftAppliedIndex: ctx.machine.appliedIndex,
+        errors: [],
+        dbSizeInUse: ctx.dbSize(),
+        isLearner: self?.is_learner ?? false,
+      };
+    }),
+    Alarm: unary(async () => ({ header: header(ctx), alarms: [] })),
+    HashKV: unary(async () => ({
+      header: header(ctx),
+      hash: 0,
+      compact_revision: ctx.machine.mvcc.compactRev,
+    })),
+    MoveLeader: unary(async (req: { targetID: string }) => {
+      const id = String(req.targetID);
+      if (!ctx.machine.members.has(id)) throw Errors.badLeaderTransferee();
+      ctx.node.transferLeader(id);
+      return { header: header(ctx) };
+    }),
+  };
+}

@@ -1,0 +1,280 @@
+// One kubit-store member: level DB, raft node, state machine, and the client
+// (etcd v3 gRPC) and peer (raft) servers.
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from '@kubit/daemon';
+import { Level } from 'level';
+import { StateMachine } from '../mvcc/machine.js';
+import { MAX_REQUEST_BYTES } from '../mvcc/validate.js';
+import { Lessor } from '../node/lessor.js';
+import { RaftLog } from '../node/log.js';
+import { RaftNode } from '../node/node.js';
+import { Transport } from '../node/transport.js';
+import { codecs, etcdServices, type MemberInfo, RaftPeerService } from '../proto.js';
+import { type ConfChange, EntryType, encodeConfChange, RawNode } from '../raft/index.js';
+import { clusterService, hashId, maintenanceService, memberId } from './cluster.js';
+import type { ServerContext } from './context.js';
+import { kvService, write } from './kv.js';
+import { leaseService } from './lease.js';
+import { peerService } from './peer.js';
+import { WatchHub } from './watch.js';
+
+export interface TlsFiles {
+  certFile: string;
+  keyFile: string;
+  trustedCaFile?: string;
+  clientCertAuth: boolean;
+}
+
+export interface MemberConfig {
+  name: string;
+  dataDir: string;
+  listenClientUrls: string[];
+  advertiseClientUrls: string[];
+  listenPeerUrls: string[];
+  initialAdvertisePeerUrls: string[];
+  /** name -> peer URLs */
+  initialCluster: Map<string, string[]>;
+  initialClusterState: 'new' | 'existing';
+  initialClusterToken: string;
+  snapshotCount: number;
+  tickMs: number;
+  electionTicks: number;
+  clientTls?: TlsFiles;
+  peerTls?: TlsFiles;
+  logger: Logger;
+}
+
+export interface RunningMember {
+  id: string;
+  clusterId: string;
+  node: RaftNode;
+  machine: StateMachine;
+  clientPorts: number[];
+  stop(): Promise<void>;
+}
+
+function serverCreds(tls: TlsFiles | undefined): grpc.ServerCredentials {
+  if (!tls) return grpc.ServerCredentials.createInsecure();
+  return grpc.ServerCredentials.createSsl(
+    tls.trustedCaFile ? readFileSync(tls.trustedCaFile) : null,
+    [{ cert_chain: readFileSync(tls.certFile), private_key: readFileSync(tls.keyFile) }],
+    tls.clientCertAuth,
+  );
+}
+
+function clientCreds(tls: TlsFiles | undefined): grpc.ChannelCredentials {
+  if (!tls) return grpc.credentials.createInsecure();
+  return grpc.credentials.createSsl(
+    tls.trustedCaFile ? readFileSync(tls.trustedCaFile) : null,
+    readFileSync(tls.keyFile),
+    readFileSync(tls.certFile),
+  );
+}
+
+function hostPort(url: string): string {
+  const u = new URL(url);
+  const host = u.hostname.startsWith('[') ? u.hostname : u.hostname;
+  return `${host}:${u.port || (u.protocol === 'https:' ? '443' : '80')}`;
+}
+
+function bindAsync(server: grpc.Server, url: string, creds: grpc.ServerCredentials): Promise<number> {
+  return new Promise((res, rej) => {
+    server.bindAsync(hostPort(url), creds, (err, port) => (err ? rej(err) : res(port)));
+  });
+}
+
+export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
+  const log = cfg.logger;
+  mkdirSync(cfg.dataDir, { recursive: true });
+  const db = new Level<Buffer, Buffer>(join(cfg.dataDir, 'member'), {
+    keyEncoding: 'buffer',
+    valueEncoding: 'buffer',
+  });
+  await db.open();
+
+  const selfId = memberId(cfg.initialAdvertisePeerUrls, cfg.initialClusterToken);
+  const initialMembers: MemberInfo[] = [...cfg.initialCluster].map(([name, urls]) => ({
+    id: memberId(urls, cfg.initialClusterToken),
+    name,
+    peer_urls: urls,
+    client_urls: [],
+    is_learner: false,
+  }));
+  if (!initialMembers.some((m) => m.id === selfId)) {
+    throw new Error(
+      `--initial-advertise-peer-urls ${cfg.initialAdvertisePeerUrls.join(',')} is not listed for any member in --initial-cluster`,
+    );
+  }
+  const storedClusterId = await db.get(Buffer.from('m:cluster'));
+  let clusterId =
+    storedClusterId?.toString() ??
+    (cfg.initialClusterState === 'new'
+      ? hashId(
+          initialMembers
+            .map((m) => m.id)
+            .sort()
+            .join(','),
+          cfg.initialClusterToken,
+        )
+      : '0');
+
+  const machine = new StateMachine(db, {
+    minLeaseTTL: Math.ceil((1.5 * cfg.electionTicks * cfg.tickMs) / 1000),
+  });
+  await machine.load();
+  const raftLog = new RaftLog(db);
+  await raftLog.load();
+
+  if (raftLog.isEmpty && cfg.initialClusterState === 'new') {
+    const ops: Parameters<RaftLog['persistOps']>[2] = [];
+    const entries = initialMembers.map((m, i) => {
+      const cc: ConfChange = { type: 'addNode', nodeId: m.id, context: codecs.memberInfo.encode(m) };
+      return { term: 1, index: i + 1, type: EntryType.ConfChange, data: encodeConfChange(cc) };
+    });
+    raftLog.bootstrap(entries, ops);
+    ops.push({ type: 'put', key: Buffer.from('m:cluster'), value: Buffer.from(clusterId) });
+    await db.batch(ops, { sync: true });
+    log.info({ members: initialMembers.length, clusterId }, 'bootstrapped a new cluster');
+  }
+
+  const peerCreds = clientCreds(cfg.peerTls);
+  let node!: RaftNode;
+  const transport = new Transport(clusterId, peerCreds, {
+    unreachable: (id) => node.reportUnreachable(id),
+    snapshotDone: (id, ok) => node.reportSnapshot(id, ok),
+  });
+  let lessor!: Lessor;
+  node = new RaftNode({
+    id: selfId,
+    db,
+    log: raftLog,
+    machine,
+    rawNode: (c) => new RawNode(c),
+    tickMs: cfg.tickMs,
+    electionTicks: cfg.electionTicks,
+    heartbeatTicks: 1,
+    snapshotCount: cfg.snapshotCount,
+    logger: log,
+    send: (msgs) => transport.send(msgs),
+    onLeaderChange: (_lead, isLeader) => lessor.setLeader(isLeader),
+    onRemoved: () => {
+      log.warn('removed from the cluster; shutting down');
+      process.kill(process.pid, 'SIGTERM');
+    },
+  });
+  const syncPeers = (members: MemberInfo[]) => {
+    const ids = new Set(members.map((m) => m.id));
+    for (const m of members) if (m.id !== selfId && m.peer_urls[0]) transport.setPeer(m.id, m.peer_urls[0]);
+    for (const m of initialMembers)
+      if (!ids.has(m.id) && m.id !== selfId && members.length === 0) transport.setPeer(m.id, m.peer_urls[0]);
+  };
+  node.onMembersChanged = syncPeers;
+  // Until the member list is known (a joining member), talk to the peers named on the command line.
+  if (machine.members.size === 0) {
+    for (const m of initialMembers) if (m.id !== selfId) transport.setPeer(m.id, m.peer_urls[0]);
+  } else syncPeers([...machine.members.values()]);
+
+  const ctx: ServerContext = {
+    node,
+    machine,
+    lessor: undefined as unknown as Lessor,
+    transport,
+    get clusterId() {
+      return clusterId;
+    },
+    memberId: selfId,
+    clusterToken: cfg.initialClusterToken,
+    dbSize: () => machine.mvcc.sizeBytes(),
+    activeMembers: () => {
+      const s = transport.activeSince(cfg.tickMs * cfg.electionTicks * 3);
+      s.add(selfId);
+      return s;
+    },
+  };
+  lessor = new Lessor(machine, (id) => write(ctx, { op: 'lease_revoke', lease_revoke: { ID: id } }));
+  ctx.lessor = lessor;
+  const watchHub = new WatchHub(ctx);
+  machine.listener = {
+    onChanges: (events, rev) => watchHub.onChanges(events, rev),
+    onLeaseGranted: (id, ttl) => lessor.granted(id, ttl),
+    onLeaseRevoked: (id) => lessor.revoked(id),
+  };
+  for (const l of machine.mvcc.leases.values()) lessor.granted(l.id, l.ttl);
+
+  // Peer server first: the others may already be waiting for our votes.
+  const peerServer = new grpc.Server({ 'grpc.max_receive_message_length': 512 * 1024 * 1024 });
+  peerServer.addService(
+    RaftPeerService.service,
+    peerService(ctx, (id) => {
+      if (clusterId === '0') {
+        clusterId = id;
+        void db.put(Buffer.from('m:cluster'), Buffer.from(id));
+      }
+    }),
+  );
+  for (const url of cfg.listenPeerUrls) await bindAsync(peerServer, url, serverCreds(cfg.peerTls));
+
+  node.start();
+  lessor.start();
+
+  const clientServer = new grpc.Server({
+    'grpc.max_receive_message_length': MAX_REQUEST_BYTES + 512 * 1024,
+    'grpc.max_send_message_length': 2 ** 31 - 1,
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.http2.min_ping_interval_without_data_ms': 5000,
+  });
+  clientServer.addService(etcdServices.KV.service, kvService(ctx));
+  clientServer.addService(etcdServices.Watch.service, watchHub.service());
+  clientServer.addService(etcdServices.Lease.service, leaseService(ctx));
+  clientServer.addService(etcdServices.Cluster.service, clusterService(ctx));
+  clientServer.addService(etcdServices.Maintenance.service, maintenanceService(ctx));
+  const clientPorts: number[] = [];
+  for (const url of cfg.listenClientUrls)
+    clientPorts.push(await bindAsync(clientServer, url, serverCreds(cfg.clientTls)));
+  log.info({ id: selfId, clientUrls: cfg.listenClientUrls, peerUrls: cfg.listenPeerUrls }, 'serving');
+
+  // Publish our name and client URLs through the log, once there is a leader to take it.
+  void publishAttributes(ctx, cfg, selfId, log);
+
+  return {
+    id: selfId,
+    get clusterId() {
+      return clusterId;
+    },
+    node,
+    machine,
+    clientPorts,
+    async stop() {
+      node.stop();
+      lessor.stop();
+      watchHub.stop();
+      clientServer.forceShutdown();
+      peerServer.forceShutdown();
+      transport.close();
+      await db.close();
+    },
+  };
+}
+
+async function publishAttributes(
+  ctx: ServerContext,
+  cfg: MemberConfig,
+  selfId: string,
+  log: Logger,
+): Promise<void> {
+  for (let attempt = 0; attempt < 600; attempt++) {
+    const m = ctx.machine.members.get(selfId);
+    if (m && m.name === cfg.name && m.client_urls.join(',') === cfg.advertiseClientUrls.join(',')) return;
+    if (m && ctx.node.leader) {
+      const r = await ctx.node.propose({
+        op: 'member_attributes',
+        member_attributes: { id: selfId, name: cfg.name, client_urls: cfg.advertiseClientUrls },
+      });
+      if (r.ok) continue;
+    }
+    await new Promise((res) => setTimeout(res, 200));
+  }
+  log.warn("could not publish this member's name and client URLs");
+}

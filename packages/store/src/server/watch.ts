@@ -1,0 +1,178 @@
+// etcdserverpb.Watch: many watchers per bidi stream. History comes from the
+// MVCC state (every retained version), live events from the state machine
+// right after each revision is applied, so a watcher never misses or repeats
+// a revision.
+import type * as grpc from '@grpc/grpc-js';
+import { inRange, type KeyRange, toKeyRange } from '../mvcc/keys.js';
+import { toDeletedKeyValue, toKeyValue } from '../mvcc/kv.js';
+import type { ChangeEvent } from '../mvcc/store.js';
+import type { Event, WatchCreateRequest, WatchRequest, WatchResponse } from '../proto.js';
+import { header, type ServerContext } from './context.js';
+
+const FILTER_NOPUT = 0;
+const FILTER_NODELETE = 1;
+/** A stream whose client stopped reading is cut off past this much buffered output. */
+const MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
+
+interface Watcher {
+  id: number;
+  range: KeyRange;
+  startRev: number;
+  prevKv: boolean;
+  noPut: boolean;
+  noDelete: boolean;
+  progressNotify: boolean;
+}
+
+type WatchStream = grpc.ServerDuplexStream<WatchRequest, WatchResponse>;
+
+class StreamWatchers {
+  readonly watchers = new Map<number, Watcher>();
+  private nextId = 0;
+
+  constructor(
+    private readonly ctx: ServerContext,
+    private readonly stream: WatchStream,
+    private readonly hub: WatchHub,
+  ) {}
+
+  send(resp: WatchResponse): void {
+    if (this.stream.writableLength > MAX_BUFFERED_BYTES) {
+      this.stream.destroy(new Error('watch stream too slow'));
+      return;
+    }
+    this.stream.write(resp);
+  }
+
+  handle(req: WatchRequest): void {
+    if (req.create_request) this.create(req.create_request);
+    else if (req.cancel_request) {
+      const id = Number(req.cancel_request.watch_id);
+      if (this.watchers.delete(id)) {
+        this.send({ header: header(this.ctx), watch_id: id, canceled: true, events: [] });
+      }
+    } else if (req.progress_request) {
+      this.send({ header: header(this.ctx), watch_id: -1, events: [] });
+    }
+  }
+
+  private create(c: WatchCreateRequest): void {
+    const mvcc = this.ctx.machine.mvcc;
+    let id = Number(c.watch_id ?? 0);
+    if (id === 0 || id === -1) {
+      while (this.watchers.has(this.nextId)) this.nextId++;
+      id = this.nextId++;
+    } else if (this.watchers.has(id)) {
+      this.send({
+        header: header(this.ctx),
+        watch_id: id,
+        created: true,
+        canceled: true,
+        cancel_reason: 'watch ID already in use',
+        events: [],
+      });
+      return;
+    }
+    const w: Watcher = {
+      id,
+      range: toKeyRange(c.key, c.range_end),
+      startRev: Number(c.start_revision ?? 0),
+      prevKv: c.prev_kv,
+      noPut: c.filters?.includes(FILTER_NOPUT) ?? false,
+      noDelete: c.filters?.includes(FILTER_NODELETE) ?? false,
+      progressNotify: c.progress_notify,
+    };
+    this.send({ header: header(this.ctx), watch_id: id, created: true, events: [] });
+    if (w.startRev > 0 && w.startRev < mvcc.compactRev) {
+      this.send({
+        header: header(this.ctx),
+        watch_id: id,
+        canceled: true,
+        compact_revision: mvcc.compactRev,
+        events: [],
+      });
+      return;
+    }
+    if (w.startRev > 0 && w.startRev <= mvcc.rev) {
+      const past = mvcc.changesSince(w.range, w.startRev);
+      const events = this.filter(w, past);
+      if (events.length > 0) this.send({ header: header(this.ctx), watch_id: id, events });
+    }
+    if (w.startRev <= mvcc.rev) w.startRev = mvcc.rev + 1;
+    this.watchers.set(id, w);
+  }
+
+  filter(w: Watcher, changes: ChangeEvent[]): Event[] {
+    const out: Event[] = [];
+    for (const ch of changes) {
+      const deleted = ch.record.version === 0;
+      if ((deleted && w.noDelete) || (!deleted && w.noPut)) continue;
+      const ev: Event = {
+        type: deleted ? 1 : 0,
+        kv: deleted ? toDeletedKeyValue(ch.record) : toKeyValue(ch.record),
+      };
+      if (w.prevKv && ch.prev) ev.prev_kv = toKeyValue(ch.prev);
+      out.push(ev);
+    }
+    return out;
+  }
+
+  onChanges(changes: ChangeEvent[], rev: number): void {
+    for (const w of this.watchers.values()) {
+      if (rev < w.startRev) continue;
+      const mine = changes.filter((c) => inRange(w.range, c.record.key));
+      if (mine.length === 0) continue;
+      const events = this.filter(w, mine);
+      if (events.length > 0) this.send({ header: header(this.ctx, rev), watch_id: w.id, events });
+    }
+  }
+
+  progress(): void {
+    for (const w of this.watchers.values()) {
+      if (w.progressNotify) this.send({ header: header(this.ctx), watch_id: w.id, events: [] });
+    }
+  }
+
+  close(): void {
+    this.hub.streams.delete(this);
+  }
+}
+
+export class WatchHub {
+  readonly streams = new Set<StreamWatchers>();
+  private progressTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ctx: ServerContext,
+    progressIntervalMs = 10 * 60 * 1000,
+  ) {
+    this.progressTimer = setInterval(() => {
+      for (const s of this.streams) s.progress();
+    }, progressIntervalMs);
+    this.progressTimer.unref();
+  }
+
+  onChanges(changes: ChangeEvent[], rev: number): void {
+    for (const s of this.streams) s.onChanges(changes, rev);
+  }
+
+  service(): grpc.UntypedServiceImplementation {
+    return {
+      Watch: (stream: WatchStream) => {
+        const s = new StreamWatchers(this.ctx, stream, this);
+        this.streams.add(s);
+        stream.on('data', (req: WatchRequest) => s.handle(req));
+        stream.on('end', () => {
+          s.close();
+          stream.end();
+        });
+        stream.on('error', () => s.close());
+        stream.on('close', () => s.close());
+      },
+    };
+  }
+
+  stop(): void {
+    if (this.progressTimer) clearInterval(this.progressTimer);
+  }
+}
