@@ -7,11 +7,10 @@
 //
 // kubit-store runs from its dist/ (run `pnpm build` first).
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { Etcd3 } from 'etcd3';
-import { type StoreCluster as Cluster, etcdInstalled, StoreCluster, type StoreProgram } from '../etcd.js';
+import { type StoreCluster as Cluster, etcdInstalled, StoreCluster, type StoreProgram } from '../src/etcd.js';
+import { daemonCommand } from '../src/process.js';
 
 interface Options {
   clients: number[];
@@ -36,15 +35,13 @@ function parseArgs(argv: string[]): Options {
   return opts;
 }
 
-/** kubit-store's built entry point, found from this file (dist/src/bench/ or src/bench/). */
+/** kubit-store's built entry point (benchmarks run dist/, never sources). */
 function storeCommand(): { command: string; args: string[] } {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const packages = here.includes(join('testkit', 'dist'))
-    ? resolve(here, '../../../..')
-    : resolve(here, '../../..');
-  const main = join(packages, 'store', 'dist', 'src', 'main.js');
-  if (!existsSync(main)) throw new Error(`${main} is missing: run "pnpm build" first`);
-  return { command: process.execPath, args: [main] };
+  const cmd = daemonCommand('store', 'main.ts');
+  if (!existsSync(cmd.args[cmd.args.length - 1])) {
+    throw new Error('packages/store/dist/src/main.js is missing: run "pnpm build" first');
+  }
+  return cmd;
 }
 
 interface Row {
