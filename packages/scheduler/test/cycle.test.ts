@@ -219,7 +219,10 @@ describe('scheduling cycle', () => {
     const event = api.lastEvent('default/bad');
     assert.equal(event?.type, 'Warning');
     assert.equal(event?.reason, 'FailedScheduling');
-    assert.match(event?.message ?? '', /^cannot schedule the pod: cannot parse 'lots': quantities must match/);
+    assert.match(
+      event?.message ?? '',
+      /^cannot schedule the pod: cannot parse 'lots': quantities must match/,
+    );
   });
 
   it('runs the loop asynchronously: start, schedule, stop', async () => {
