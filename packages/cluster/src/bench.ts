@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -81,6 +81,11 @@ function reportedMs(out: string): number {
   return m ? Number(m[1]) * 1000 : Number.NaN;
 }
 
+/** The launcher's phase lines ("  store leader elected   1.02 s") as [name, ms]. */
+function phasesOf(out: string): [string, number][] {
+  return [...out.matchAll(/^ {2}(\S.*?)\s{2,}([\d.]+) s$/gm)].map((m) => [m[1], Number(m[2]) * 1000]);
+}
+
 const fmt = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -108,11 +113,11 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, idleSeconds * 1000));
     const rss = [...pids(stateDir)].map(([name, pid]) => [name, rssMiB(pid)] as const);
 
-    const resumes: { wall: number; reported: number }[] = [];
+    const resumes: { wall: number; reported: number; phases: [string, number][] }[] = [];
     for (let i = 0; i < runs; i++) {
       await launch(['down', ...common]);
       const r = await launch(['up', ...common]);
-      resumes.push({ wall: r.ms, reported: reportedMs(r.out) });
+      resumes.push({ wall: r.ms, reported: reportedMs(r.out), phases: phasesOf(r.out) });
       process.stderr.write(`resume ${i + 1}: ${fmt(r.ms)}\n`);
     }
     const again = await launch(['up', ...common]);
@@ -122,14 +127,22 @@ async function main(): Promise<void> {
     );
     const nodeSide = rss.filter(([n]) => !controlPlane.some(([c]) => c === n));
     const sum = (xs: (readonly [string, number])[]) => xs.reduce((a, [, v]) => a + v, 0);
+    const phaseNames = resumes[0]?.phases.map(([n]) => n) ?? [];
+    const phaseRows = phaseNames.map((name) => {
+      const ms = resumes.map((r) => r.phases.find(([n]) => n === name)?.[1] ?? 0);
+      return `| resume phase: ${name}, median (runs: ${ms.map(fmt).join(', ')}) | ${fmt(median(ms))} | |`;
+    });
     const lines = [
-      `Kubit one-machine cluster, ${nodes} nodes, ${new Date().toISOString().slice(0, 10)}, ${process.platform} node ${process.version}`,
+      `Kubit one-machine cluster, ${nodes} nodes, ${new Date().toISOString().slice(0, 10)}, ${process.platform} node ${process.version}, ${cpus().length} cores, load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} at the end`,
       '',
       '| measure | value | target |',
       '| --- | --- | --- |',
       `| first up (PKI, images, IPAM) until nodes Ready, wall | ${fmt(first.ms)} | |`,
       `| resume (up after down) until nodes Ready, wall, median of ${runs} | ${fmt(median(resumes.map((r) => r.wall)))} | ≤ 5 s |`,
       `| resume, as the launcher reports it (without node's own start), median | ${fmt(median(resumes.map((r) => r.reported)))} | |`,
+      ...phaseRows,
       `| up while already running (health check only), wall | ${fmt(again.ms)} | |`,
       `| control plane idle RSS (3 store members, apiserver, scheduler, controller manager) | ${sum(controlPlane).toFixed(0)} MiB | ≤ 250 MB |`,
       `| node side idle RSS (containerd, kubelets, registry) | ${sum(nodeSide).toFixed(0)} MiB | |`,

@@ -190,6 +190,12 @@ export function kubeletCommand(
       `--tls-cert-file=${serving.cert}`,
       `--tls-private-key-file=${serving.key}`,
       `--client-ca-file=${ca(layout)}`,
+      // The kubelet writes the node's CNI network from its spec.podCIDR (node IPAM) into the
+      // conf dir its containerd reads; each node has its own bridge and network name.
+      `--cni-conf-dir=${node.cniConfDir}`,
+      `--cni-conf-template=${join(runner.repoRoot, 'deploy', 'containerd', '10-kubit.conflist.tmpl')}`,
+      `--cni-bridge-name=${node.bridge}`,
+      `--cni-network-name=${node.networkName}`,
     ],
   };
 }

@@ -1,9 +1,9 @@
 // Each node's container runtime: a private containerd configured from the
 // templates in deploy/containerd (own root, state, socket, CNI conf dir and
-// bridge), a docker.io mirror pointing at the cluster's registry, and the CNI
-// network written from the pod subnet node IPAM gave the node.
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+// bridge) and a docker.io mirror pointing at the cluster's registry. The CNI
+// network in the conf dir is the kubelet's to write (--cni-conf-dir), from the
+// pod subnet node IPAM gives the node.
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { NodeLayout } from './layout.js';
 
@@ -58,31 +58,4 @@ export async function writeContainerdConfig(
       MIRROR: mirror,
     }),
   );
-}
-
-export function conflistText(templateText: string, node: NodeLayout, podCidr: string): string {
-  return fillTemplate(templateText, {
-    NETWORK_NAME: node.networkName,
-    BRIDGE: node.bridge,
-    POD_CIDR: podCidr,
-    // Pods talk to each other and to the host without NAT; nothing here leaves the machine.
-    IP_MASQ: 'false',
-  });
-}
-
-/**
- * Writes the node's CNI network for `podCidr` (its node.spec.podCIDR) when it
- * differs from what is there. containerd watches the conf dir and loads it;
- * until then the runtime reports NetworkReady=false and the node is not Ready.
- * Returns whether it wrote.
- */
-export async function writeCniConfig(node: NodeLayout, repoRoot: string, podCidr: string): Promise<boolean> {
-  const text = conflistText(await template(repoRoot, '10-kubit.conflist.tmpl'), node, podCidr);
-  if (existsSync(node.cniConflist) && readFileSync(node.cniConflist, 'utf8') === text) return false;
-  await mkdir(node.cniConfDir, { recursive: true });
-  // Write then rename, so containerd never loads half a file.
-  const tmp = `${node.cniConflist}.tmp`;
-  await writeFile(tmp, text);
-  await rename(tmp, node.cniConflist);
-  return true;
 }

@@ -4,6 +4,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -23,7 +24,7 @@ import {
 } from './commands.js';
 import { type ClusterSettings, clusterPorts, mergeSettings, readSettings, writeSettings } from './config.js';
 import { type ClusterLayout, clusterLayout } from './layout.js';
-import { writeCniConfig, writeContainerdConfig } from './node-runtime.js';
+import { writeContainerdConfig } from './node-runtime.js';
 import { ensurePki, writeKubeconfigs } from './pki.js';
 import { get, listNodes, loadClientTls, type NodeView, waitUntil } from './probes.js';
 import { runningPid, startDetached } from './supervisor.js';
@@ -71,6 +72,15 @@ function checkHost(): void {
   }
 }
 
+/** Best effort: a process that already exited has no priority to set. */
+function setNice(pid: number, nice: number): void {
+  try {
+    setPriority(pid, nice);
+  } catch {
+    // gone, or not ours to change: either way nothing to do
+  }
+}
+
 function tail(file: string, lines = 5): string {
   try {
     return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
@@ -101,12 +111,20 @@ export async function up(opts: UpOptions): Promise<UpResult> {
   const started: string[] = [];
   const watched = new Map<string, Command>();
 
-  /** Starts `cmd` unless it runs; `watch` makes its death fail the waits from now on. */
-  const ensureRunning = async (cmd: Command, watch: boolean): Promise<void> => {
+  /**
+   * Starts `cmd` unless it runs; `watch` makes its death fail the waits from now on.
+   * Returns the PID it started, or undefined when it was running already.
+   */
+  const ensureRunning = async (cmd: Command, watch: boolean): Promise<number | undefined> => {
+    if (runningPid(layout.pidFile(cmd.name), layout.stateDir, cmd.command) !== undefined) {
+      if (watch) watched.set(cmd.name, cmd);
+      return undefined;
+    }
+    const pid = await startDetached(cmd, layout.logFile(cmd.name), layout.pidFile(cmd.name), env, repoRoot);
+    // Watched only once its PID file exists, so a spawn under way never looks like a death.
     if (watch) watched.set(cmd.name, cmd);
-    if (runningPid(layout.pidFile(cmd.name), layout.stateDir, cmd.command) !== undefined) return;
-    await startDetached(cmd, layout.logFile(cmd.name), layout.pidFile(cmd.name), env, repoRoot);
     if (!started.includes(cmd.name)) started.push(cmd.name);
+    return pid;
   };
   /** The first watched process that is no longer running, with the end of its log. */
   const died = (): string | undefined => {
@@ -136,17 +154,47 @@ export async function up(opts: UpOptions): Promise<UpResult> {
     controllerManagerCommand(layout, ports, settings, runner),
     ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
   ];
-  // Everything but the apiserver starts at once: loading a Node daemon takes
-  // longer than a store election, so overlapping them is most of the speed.
-  // The scheduler, controller manager and kubelets retry until the apiserver
-  // answers (kubelets give up after ~20 s and are started again at their gate
-  // below). The apiserver waits for a store leader, because it exits at once
-  // when the store has none. A process only counts as failed once what it
-  // needs is up.
+  // Everything starts at once: loading a Node daemon takes longer than a store
+  // election, so overlapping them is most of the speed. The critical path is
+  // store → apiserver → kubelets posting Ready, so what only matters once the
+  // apiserver answers (registry, containerds, scheduler, controller manager,
+  // kubelets) starts at a lower CPU priority and gets it back when the
+  // apiserver is ready: on two cores, ten processes loading at once otherwise
+  // slow the store members down. The daemons wait for the apiserver (a kubelet
+  // polls /readyz for a minute; one that gave up is started again at its gate
+  // below). The apiserver starts when the members answer; it exits if the
+  // store has no leader yet, and is then started again, at most twice. A
+  // process only counts as failed once what it needs is up.
   const kubeletStart = Date.now();
-  await Promise.all([...storeCmds, ...runtimeCmds].map((c) => ensureRunning(c, true)));
-  await Promise.all(clientCmds.map((c) => ensureRunning(c, false)));
-  phase('processes started');
+  await Promise.all(storeCmds.map((c) => ensureRunning(c, true)));
+  // Each one lowered the moment it exists; the stores' health polling need not wait for these spawns.
+  const startLowered = async (cmd: Command, watch: boolean) => {
+    const pid = await ensureRunning(cmd, watch);
+    if (pid !== undefined) setNice(pid, 10);
+    return pid;
+  };
+  const deferredStarts = Promise.all([
+    ...runtimeCmds.map((c) => startLowered(c, true)),
+    ...clientCmds.map((c) => startLowered(c, false)),
+  ]);
+  deferredStarts.catch(() => {}); // reported where it is awaited, below
+  phase('store processes started');
+
+  // The apiserver starts once the members answer (their election takes about a
+  // second more), so its own start-up overlaps the election without taking CPU
+  // from the members' start-up, which is the longest step on a busy machine.
+  await waitUntil(
+    'the store members to start',
+    async () => {
+      const res = await Promise.all(
+        ports.store.map((p) => get(`http://${NODE_IP}:${p.metrics}/health`).catch(() => undefined)),
+      );
+      return res.every((r) => r !== undefined);
+    },
+    { timeoutMs: 60_000, intervalMs: 50, failed: died },
+  );
+  await ensureRunning(apiserverCmd, false);
+  phase('store members answering');
 
   // Every member must see a leader: the apiserver needs a quorum behind whichever it dials.
   await waitUntil(
@@ -166,17 +214,41 @@ export async function up(opts: UpOptions): Promise<UpResult> {
     (err: unknown) => err as Error,
   );
 
-  await ensureRunning(apiserverCmd, true);
+  await ensureRunning(apiserverCmd, false);
   const admin = loadClientTls(
     join(layout.pkiDir, 'ca.crt'),
     join(layout.pkiDir, 'admin.crt'),
     join(layout.pkiDir, 'admin.key'),
   );
+  let apiserverRestarts = 0;
+  let restarting: Promise<unknown> | undefined;
   await waitUntil(
     'kubit-apiserver /readyz',
     async () => (await get(`${apiserverUrl}/readyz`, admin)).status === 200,
-    { timeoutMs: 60_000, intervalMs: 50, failed: died },
+    {
+      timeoutMs: 60_000,
+      intervalMs: 50,
+      failed: () => {
+        const dead = died();
+        if (dead) return dead;
+        if (
+          runningPid(layout.pidFile(apiserverCmd.name), layout.stateDir, apiserverCmd.command) !== undefined
+        )
+          return undefined;
+        if (restarting) return undefined;
+        // It gave up on a store that was still electing: start it again (a third death is real).
+        if (apiserverRestarts++ < 2) {
+          restarting = ensureRunning(apiserverCmd, false).finally(() => {
+            restarting = undefined;
+          });
+          return undefined;
+        }
+        const log = layout.logFile(apiserverCmd.name);
+        return `${apiserverCmd.name} exited; the end of ${log}:\n${tail(log)}`;
+      },
+    },
   );
+  for (const pid of await deferredStarts) if (pid !== undefined) setNice(pid, 0);
   phase('apiserver ready');
 
   await Promise.all(clientCmds.map((c) => ensureRunning(c, true)));
@@ -186,14 +258,8 @@ export async function up(opts: UpOptions): Promise<UpResult> {
   await waitUntil(
     `nodes ${[...wanted].join(', ')} to be Ready`,
     async () => {
+      // Each kubelet writes its node's CNI config from spec.podCIDR (node IPAM) itself.
       const nodes = (await listNodes(apiserverUrl, admin)).filter((n) => wanted.has(n.name));
-      // The pod network follows node IPAM: each node's CNI config is written from its spec.podCIDR.
-      for (const n of nodes) {
-        const node = layout.nodes.find((l) => l.name === n.name);
-        if (node && n.podCidr && (await writeCniConfig(node, repoRoot, n.podCidr))) {
-          opts.say(`${n.name}: pod network ${n.podCidr} on bridge ${node.bridge}`);
-        }
-      }
       const fresh = (n: NodeView) =>
         !started.includes(`kubit-kubelet-${n.name}`) || (n.readySince ?? 0) >= freshSince;
       return nodes.length === wanted.size && nodes.every((n) => n.ready && fresh(n));

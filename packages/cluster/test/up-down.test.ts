@@ -294,6 +294,18 @@ describe('./scripts/up and ./scripts/down', { skip, timeout: 420_000 }, () => {
       11,
       'store x3, registry, apiserver, scheduler, controller manager, containerd x2, kubelet x2',
     );
+    // Every process is still alive before the last down (a dead one names itself with its log's end).
+    const dead = readdirSync(runDir)
+      .map((f) => [f.replace(/\.pid$/, ''), Number(readFileSync(join(runDir, f), 'utf8'))] as const)
+      .filter(([, pid]) => !existsSync(`/proc/${pid}/cmdline`))
+      .map(([name]) => {
+        const log = join(stateDir, 'logs', `${name}.log`);
+        const end = existsSync(log)
+          ? readFileSync(log, 'utf8').trimEnd().split('\n').slice(-8).join('\n')
+          : '';
+        return `${name}:\n${end}`;
+      });
+    assert.deepEqual(dead, [], 'processes that died');
     const down = await launch(['down', '--state-dir', stateDir], 120_000);
     assert.equal(down.code, 0, `down failed:\n${down.out}`);
     assert.match(down.out, /Stopped 11 processes/);

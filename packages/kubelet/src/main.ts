@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // kubit-kubelet: the node agent. Registers the node, keeps its Lease fresh,
 // runs the pods bound to it through containerd's CRI, and serves their logs.
+import { existsSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { KubeClient as Client, Informer, type KubeClient, resources } from '@kubit/client';
@@ -9,14 +10,23 @@ import {
   createRegistry,
   Gauge,
   intArg,
+  type Logger,
   listArg,
   runMain,
   Shutdown,
   StartupError,
 } from '@kubit/daemon';
 import { Command } from 'commander';
-import type { Pod, Taint } from 'kubernetes-types/core/v1.js';
+import type { Pod } from 'kubernetes-types/core/v1.js';
 import { ApiEventSink, ApiObjectSource, ApiPodStatusSink } from './node/apiserver-sinks.js';
+import {
+  CniConfig,
+  checkPodCidr,
+  DEFAULT_CNI_BRIDGE,
+  DEFAULT_CNI_NETWORK,
+  defaultCniTemplatePath,
+} from './node/cni-config.js';
+import { parseNodeLabels, parseTaints } from './node/flags.js';
 import { defaultHostname, NodeAgent } from './node/node-status.js';
 import { PodManager } from './pods/manager.js';
 import { CriRuntime } from './runtime/cri.js';
@@ -40,24 +50,41 @@ interface Flags {
   registerWithTaints: string[];
   podCidr?: string;
   podLogsDir?: string;
+  cniConfDir?: string;
+  cniConfTemplate?: string;
+  cniBridgeName: string;
+  cniNetworkName: string;
 }
 
-function parseLabels(list: string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const item of list) {
-    const i = item.indexOf('=');
-    if (i <= 0) throw new StartupError(`--node-labels: "${item}" is not key=value`);
-    out[item.slice(0, i)] = item.slice(i + 1);
+/** The kubelet-owned CNI config, when --cni-conf-dir asks for it. */
+function cniConfig(flags: Flags): CniConfig | undefined {
+  if (!flags.cniConfDir) return undefined;
+  const templatePath = flags.cniConfTemplate ?? defaultCniTemplatePath();
+  if (!templatePath) {
+    throw new StartupError(
+      '--cni-conf-dir needs --cni-conf-template: deploy/containerd/10-kubit.conflist.tmpl was not found next to this kubelet',
+    );
   }
-  return out;
-}
-
-/** key=value:Effect or key:Effect, as kubelet's --register-with-taints. */
-function parseTaints(list: string[]): Taint[] {
-  return list.map((item) => {
-    const m = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/.exec(item);
-    if (!m) throw new StartupError(`--register-with-taints: "${item}" is not key[=value]:Effect`);
-    return { key: m[1], ...(m[2] !== undefined ? { value: m[2] } : {}), effect: m[3] };
+  if (!existsSync(templatePath))
+    throw new StartupError(`--cni-conf-template: ${templatePath} does not exist`);
+  if (!/^[A-Za-z0-9_.-]{1,15}$/.test(flags.cniBridgeName)) {
+    throw new StartupError(
+      `--cni-bridge-name: "${flags.cniBridgeName}" is not an interface name (1-15 of A-Z a-z 0-9 _ . -)`,
+    );
+  }
+  if (flags.podCidr) {
+    try {
+      checkPodCidr(flags.podCidr);
+    } catch (err) {
+      throw new StartupError(`--pod-cidr: ${(err as Error).message}`);
+    }
+  }
+  return new CniConfig({
+    confDir: flags.cniConfDir,
+    templatePath,
+    bridge: flags.cniBridgeName,
+    networkName: flags.cniNetworkName,
+    ipMasq: false,
   });
 }
 
@@ -94,16 +121,49 @@ async function connectRuntime(endpoint: string): Promise<ContainerRuntime> {
   }
 }
 
+/**
+ * Waits (up to a minute) until the apiserver answers /readyz with 200. Polled
+ * every 200 ms without the client's own retries, so a kubelet started with (or
+ * before) the control plane registers the moment the apiserver is ready rather
+ * than a backoff later.
+ */
+async function waitForApiserver(client: KubeClient, log: Logger): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  let told = false;
+  while (Date.now() < deadline) {
+    try {
+      const res = await client.rawRequest({
+        method: 'GET',
+        path: '/readyz',
+        accept: 'text/plain',
+        timeoutMs: 2000,
+        retry: { maxRetries: 0 },
+      });
+      if (res.statusCode === 200) return;
+      // 401/403: /readyz is not ours to read; registering will tell more.
+      if (res.statusCode === 401 || res.statusCode === 403) return;
+    } catch {
+      // not listening yet
+    }
+    if (!told) {
+      log.info('waiting for the apiserver');
+      told = true;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function run(flags: Flags): Promise<void> {
   const log = createLogger({ name: 'kubit-kubelet' });
   const registry = createRegistry();
   const nodeName = (flags.hostnameOverride ?? defaultHostname()).toLowerCase();
   const nodeIP = flags.nodeIp ?? firstIPv4();
-  const labels = parseLabels(flags.nodeLabels);
+  const labels = parseNodeLabels(flags.nodeLabels);
   const taints = parseTaints(flags.registerWithTaints);
   if ((flags.tlsCertFile === undefined) !== (flags.tlsPrivateKeyFile === undefined)) {
     throw new StartupError('--tls-cert-file and --tls-private-key-file must be given together');
   }
+  const cni = cniConfig(flags);
   const shutdown = new Shutdown(log);
   shutdown.install();
 
@@ -139,7 +199,9 @@ async function run(flags: Flags): Promise<void> {
       podCIDR: flags.podCidr,
     },
     log,
+    { cni },
   );
+  await waitForApiserver(client, log);
   for (let attempt = 0; ; attempt++) {
     try {
       await agent.register();
@@ -167,7 +229,9 @@ async function run(flags: Flags): Promise<void> {
     rootDir: flags.rootDir,
     podLogsDir: flags.podLogsDir,
     maxPods: flags.maxPods,
+    networkNotReady: () => agent.networkNotReady(),
   });
+  agent.onPodCidr(() => manager.syncAll());
   shutdown.add(() => manager.stop());
   shutdown.add(() => events.flush());
 
@@ -239,7 +303,17 @@ const program = new Command('kubit-kubelet')
   .option('--max-pods <n>', 'most pods this node runs', intArg(1, 10_000), 110)
   .option('--node-labels <k=v,...>', 'labels to register the node with', listArg, [])
   .option('--register-with-taints <key=value:Effect,...>', 'taints to register the node with', listArg, [])
-  .option('--pod-cidr <cidr>', "this node's pod subnet (recorded on the Node)")
+  .option('--pod-cidr <cidr>', "this node's pod subnet when no node IPAM assigns one (recorded on the Node)")
+  .option(
+    '--cni-conf-dir <dir>',
+    "write this node's CNI conflist here from its pod CIDR (containerd's CNI conf_dir); pods wait until then",
+  )
+  .option(
+    '--cni-conf-template <path>',
+    'conflist template (default: deploy/containerd/10-kubit.conflist.tmpl)',
+  )
+  .option('--cni-bridge-name <name>', 'the bridge of the pod network', DEFAULT_CNI_BRIDGE)
+  .option('--cni-network-name <name>', 'the CNI network name', DEFAULT_CNI_NETWORK)
   .action(async (opts: Flags) => {
     if (!opts.podLogsDir) opts.podLogsDir = join(opts.rootDir, 'logs', 'pods');
     await run(opts);

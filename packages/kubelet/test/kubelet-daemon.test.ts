@@ -48,7 +48,16 @@ function startKubelet(): TestProcess {
 }
 
 before(async () => {
-  [cp, registry] = await Promise.all([startControlPlane({ nodes: [NODE] }), startRegistry()]);
+  // Each started on its own variable, so after() stops whichever came up even if the other failed.
+  const started = await Promise.allSettled([
+    startControlPlane({ nodes: [NODE] }).then((c) => {
+      cp = c;
+    }),
+    startRegistry().then((r) => {
+      registry = r;
+    }),
+  ]);
+  for (const s of started) if (s.status === 'rejected') throw s.reason;
   await pushTestImages(registry.host);
   containerd = await startContainerd({ mirror: registry.host });
   runtime = new CriRuntime({ endpoint: containerd.endpoint });

@@ -3,11 +3,12 @@
 import { readFileSync } from 'node:fs';
 import { arch, cpus, hostname, release, totalmem } from 'node:os';
 import { isAlreadyExists, isConflict, isNotFound } from '@kubit/api';
-import { type KubeClient, microTime, resources } from '@kubit/client';
+import { Informer, type KubeClient, microTime, resources } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Node, NodeCondition, NodeStatus, Taint } from 'kubernetes-types/core/v1.js';
 import type { ContainerRuntime } from '../runtime/types.js';
+import type { CniConfig } from './cni-config.js';
 
 export const KUBELET_VERSION = 'v1.32.0-kubit';
 export const LEASE_NAMESPACE = 'kube-node-lease';
@@ -54,6 +55,8 @@ export async function buildNodeStatus(
   id: NodeIdentity,
   runtime: ContainerRuntime,
   previous: NodeStatus | undefined,
+  /** Why the kubelet's own part of the pod network is not ready (no pod CIDR yet), if it is not. */
+  networkProblem?: string,
 ): Promise<NodeStatus> {
   const now = new Date();
   const ts = `${now.toISOString().slice(0, 19)}Z`;
@@ -67,8 +70,10 @@ export async function buildNodeStatus(
     const down = conditions.filter(
       (c) => !c.status && (c.type === 'RuntimeReady' || c.type === 'NetworkReady'),
     );
-    runtimeReady = down.length === 0;
-    why = down.map((c) => `${c.type}=false reason:${c.reason} message:${c.message}`).join(', ');
+    const problems = down.map((c) => `${c.type}=false reason:${c.reason} message:${c.message}`);
+    if (networkProblem) problems.push(networkProblem);
+    runtimeReady = problems.length === 0;
+    why = problems.join(', ');
   } catch (err) {
     why = `container runtime is down: ${(err as Error).message}`;
   }
@@ -121,23 +126,80 @@ export async function buildNodeStatus(
   };
 }
 
-/** Registers the Node (or adopts an existing one) and keeps its status and Lease fresh. */
+/** The parts of a status that matter for "did anything change" (not the heartbeat times). */
+export function statusSignature(s: NodeStatus | undefined): string {
+  if (!s) return '';
+  return JSON.stringify({
+    conditions: (s.conditions ?? []).map((c) => [c.type, c.status, c.reason, c.message]),
+    addresses: s.addresses,
+    capacity: s.capacity,
+    allocatable: s.allocatable,
+    daemonEndpoints: s.daemonEndpoints,
+    nodeInfo: s.nodeInfo,
+  });
+}
+
+export interface NodeAgentOptions {
+  /** Lease renewal period (Kubernetes: 10 s). */
+  leaseIntervalMs?: number;
+  /** How often the status is recomputed; it is posted at once when it changed. */
+  statusCheckMs?: number;
+  /** Longest time between two posts of an unchanged status (Kubernetes: 1 min; 5 min in newer releases). */
+  statusReportMs?: number;
+  /** When the kubelet owns the node's CNI conflist (--cni-conf-dir). */
+  cni?: CniConfig;
+}
+
+/**
+ * Registers the Node (or adopts an existing one), keeps its Lease fresh every
+ * 10 s, and posts its status as soon as something in it changes (the runtime's
+ * NetworkReady, the pod network) and at least every minute otherwise. It also
+ * watches its own Node for spec.podCIDR (node IPAM) to write the CNI conflist.
+ */
 export class NodeAgent {
   private statusTimer: NodeJS.Timeout | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
   private lastStatus: NodeStatus | undefined;
+  private lastPostedAt = 0;
   private nodeUid = '';
+  private checking: Promise<void> | undefined;
+  private recheck = false;
+  private stopped = false;
+  private nodeInformer: Informer<Node> | undefined;
+  private readonly leaseMs: number;
+  private readonly checkMs: number;
+  private readonly reportMs: number;
+  private readonly cni: CniConfig | undefined;
+  private podCidrHandler: ((cidr: string) => void) | undefined;
 
   constructor(
     private readonly client: KubeClient,
     private readonly runtime: ContainerRuntime,
     private readonly id: NodeIdentity,
     private readonly log: Logger,
-    private readonly intervalMs = 10_000,
-  ) {}
+    opts: NodeAgentOptions = {},
+  ) {
+    this.leaseMs = opts.leaseIntervalMs ?? 10_000;
+    this.checkMs = opts.statusCheckMs ?? 1000;
+    this.reportMs = opts.statusReportMs ?? 60_000;
+    this.cni = opts.cni;
+  }
+
+  /**
+   * Why pods may not get a sandbox yet, or undefined when they may: with a
+   * kubelet-owned CNI config, the conflist must have been written for the node's subnet.
+   */
+  networkNotReady(): string | undefined {
+    if (!this.cni || this.cni.podCidr) return undefined;
+    return 'network is not ready: the node has no pod CIDR yet (node IPAM or --pod-cidr), so no CNI config';
+  }
+
+  /** Called after the CNI config was written for a (new) pod CIDR. */
+  onPodCidr(handler: (cidr: string) => void): void {
+    this.podCidrHandler = handler;
+  }
 
   async register(): Promise<void> {
-    const status = await buildNodeStatus(this.id, this.runtime, undefined);
     const node: Node = {
       apiVersion: 'v1',
       kind: 'Node',
@@ -160,7 +222,9 @@ export class NodeAgent {
       created = await this.client.update<Node>(resources.nodes, existing);
     }
     this.nodeUid = created.metadata?.uid ?? '';
-    await this.updateStatus(status);
+    // A subnet already known (a restart, or --pod-cidr): the network can be ready before the first status.
+    await this.applyPodCidr(created.spec?.podCIDR ?? this.id.podCIDR);
+    await this.postStatus(await this.computeStatus());
     // The Lease is a heartbeat, not a precondition: keep going if its namespace is not there yet.
     await this.renewLease().catch((err) =>
       this.log.warn({ err: (err as Error).message }, 'node lease update failed'),
@@ -169,34 +233,87 @@ export class NodeAgent {
   }
 
   start(): void {
-    const loop = (fn: () => Promise<void>, set: (t: NodeJS.Timeout) => void) => {
-      const t = setTimeout(async () => {
-        await fn().catch((err) => this.log.warn({ err }, 'node heartbeat failed'));
-        loop(fn, set);
-      }, this.intervalMs);
-      t.unref();
-      set(t);
+    const leaseLoop = () => {
+      this.leaseTimer = setTimeout(async () => {
+        await this.renewLease().catch((err) =>
+          this.log.warn({ err: (err as Error).message }, 'node lease update failed'),
+        );
+        if (!this.stopped) leaseLoop();
+      }, this.leaseMs);
+      this.leaseTimer.unref();
     };
-    loop(
-      async () => this.updateStatus(await buildNodeStatus(this.id, this.runtime, this.lastStatus)),
-      (t) => {
-        this.statusTimer = t;
-      },
-    );
-    loop(
-      () => this.renewLease(),
-      (t) => {
-        this.leaseTimer = t;
-      },
-    );
+    leaseLoop();
+    const statusLoop = () => {
+      this.statusTimer = setTimeout(async () => {
+        await this.checkStatus();
+        if (!this.stopped) statusLoop();
+      }, this.checkMs);
+      this.statusTimer.unref();
+    };
+    statusLoop();
+    // Our own Node: spec.podCIDR arrives from node IPAM after registration.
+    this.nodeInformer = new Informer<Node>(this.client, resources.nodes, {
+      fieldSelector: `metadata.name=${this.id.name}`,
+      onError: (err) => this.log.warn({ err: (err as Error).message }, 'node watch failed, retrying'),
+    });
+    const seen = (n: Node) => {
+      if (n.metadata?.name !== this.id.name) return;
+      void this.applyPodCidr(n.spec?.podCIDR).catch((err) =>
+        this.log.error({ err: (err as Error).message }, 'cannot write the CNI config'),
+      );
+    };
+    this.nodeInformer.addEventHandler({ onAdd: seen, onUpdate: (_o, n) => seen(n) });
+    this.nodeInformer.start();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
+    this.stopped = true;
     if (this.statusTimer) clearTimeout(this.statusTimer);
     if (this.leaseTimer) clearTimeout(this.leaseTimer);
+    await this.nodeInformer?.stop();
   }
 
-  private async updateStatus(status: NodeStatus): Promise<void> {
+  /** Recompute the status now and post it if it changed (or is due). Calls overlapping one run coalesce. */
+  checkStatus(): Promise<void> {
+    if (this.checking) {
+      this.recheck = true;
+      return this.checking;
+    }
+    this.checking = (async () => {
+      try {
+        do {
+          this.recheck = false;
+          const status = await this.computeStatus();
+          const changed = statusSignature(status) !== statusSignature(this.lastStatus);
+          if (changed || Date.now() - this.lastPostedAt >= this.reportMs) {
+            if (changed) this.log.debug({ node: this.id.name }, 'node status changed, posting it');
+            await this.postStatus(status);
+          }
+        } while (this.recheck && !this.stopped);
+      } catch (err) {
+        this.log.warn({ err: (err as Error).message }, 'node status update failed');
+      } finally {
+        this.checking = undefined;
+      }
+    })();
+    return this.checking;
+  }
+
+  private computeStatus(): Promise<NodeStatus> {
+    return buildNodeStatus(this.id, this.runtime, this.lastStatus, this.networkNotReady());
+  }
+
+  private async applyPodCidr(cidr: string | undefined): Promise<void> {
+    if (!cidr || !this.cni || this.cni.podCidr === cidr) return;
+    const wrote = await this.cni.ensure(cidr);
+    this.log.info({ podCIDR: cidr, conflist: this.cni.path, wrote }, 'pod network configured');
+    this.podCidrHandler?.(cidr);
+    // containerd loads the conflist within moments: look again soon, and post the change at once.
+    void this.checkStatus();
+    for (const ms of [100, 300, 600]) setTimeout(() => void this.checkStatus(), ms).unref();
+  }
+
+  private async postStatus(status: NodeStatus): Promise<void> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const node = await this.client.get<Node>(resources.nodes, this.id.name);
       try {
@@ -205,6 +322,7 @@ export class NodeAgent {
           status: { ...node.status, ...status },
         });
         this.lastStatus = status;
+        this.lastPostedAt = Date.now();
         return;
       } catch (err) {
         if (!isConflict(err)) throw err;

@@ -27,6 +27,8 @@ export interface PodManagerOptions {
   imageBackoff?: BackoffConfig;
   retryMs?: number;
   maxPods?: number;
+  /** Why no pod-network sandbox may be created yet (see WorkerContext), or undefined. */
+  networkNotReady?: () => string | undefined;
   /** What pods may request in total; unlimited when absent. */
   allocatable?: { milliCpu: number; memoryBytes: number };
 }
@@ -55,6 +57,7 @@ export class PodManager {
       hostIP: opts.hostIP,
       podLogsDir: opts.podLogsDir ?? join(opts.rootDir, 'logs', 'pods'),
       retryMs: opts.retryMs ?? 2000,
+      networkNotReady: opts.networkNotReady,
     };
   }
 
@@ -106,6 +109,11 @@ export class PodManager {
     const rejection = isTerminalPhase(pod) ? undefined : this.admit(pod);
     if (rejection) worker.reject(rejection.reason, rejection.message);
     else worker.trigger();
+  }
+
+  /** Asks every worker to sync now (the node's network just became ready, say). */
+  syncAll(): void {
+    for (const w of this.workers.values()) w.trigger();
   }
 
   /** The pod is gone from the apiserver: stop what it runs. */

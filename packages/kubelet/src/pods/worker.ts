@@ -49,6 +49,8 @@ export interface WorkerContext {
   podLogsDir: string;
   /** How often a worker looks again while something is pending (image pull retry, mount retry). */
   retryMs: number;
+  /** Why no pod-network sandbox may be created yet (the node has no CNI config), or undefined. */
+  networkNotReady?: () => string | undefined;
 }
 
 const DEFAULT_GRACE_SECONDS = 30;
@@ -270,11 +272,44 @@ export class PodWorker {
 
     let sandbox = obs.sandbox;
     if (sandbox?.state !== 'SANDBOX_READY') {
+      // Without the node's CNI config a sandbox would fail (or get no IP): wait in ContainerCreating.
+      const networkProblem = this.pod.spec?.hostNetwork ? undefined : this.ctx.networkNotReady?.();
+      if (networkProblem) {
+        this.eventOnce('sandbox', 'Warning', 'NetworkNotReady', networkProblem);
+        await this.publish(obs);
+        this.wake(this.ctx.retryMs);
+        return;
+      }
+      if (sandbox) {
+        // The sandbox died (a reboot, a killed pause process): kill what is left of the pod,
+        // free its network (CNI DEL on stop), and run it again in a new sandbox.
+        this.eventOnce(
+          'sandbox-changed',
+          'Normal',
+          'SandboxChanged',
+          'Pod sandbox changed, it will be killed and re-created.',
+        );
+        for (const list of obs.instances.values()) {
+          for (const c of list) {
+            if (c.state === 'CONTAINER_RUNNING')
+              await this.ctx.runtime.stopContainer(c.id, 0).catch(() => {});
+          }
+        }
+        await this.ctx.runtime
+          .stopPodSandbox(sandbox.id)
+          .catch((err) =>
+            this.ctx.log.warn(
+              { pod: `${this.ref.namespace}/${this.ref.name}`, err: (err as Error).message },
+              'stopping the dead sandbox failed',
+            ),
+          );
+      }
       const sandboxConfig = this.sandboxConfig((sandbox?.metadata.attempt ?? -1) + 1);
       try {
         const id = await this.ctx.runtime.runPodSandbox(sandboxConfig);
         sandbox = await this.ctx.runtime.podSandboxStatus(id);
         this.lastEvent.delete('sandbox');
+        this.lastEvent.delete('sandbox-changed');
       } catch (err) {
         this.eventOnce(
           'sandbox',

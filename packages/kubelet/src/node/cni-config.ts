@@ -1,0 +1,103 @@
+// The node's CNI network, owned by the kubelet: written from the node's pod
+// subnet (node.spec.podCIDR from node IPAM, or --pod-cidr) into the CNI conf
+// dir containerd reads, before any pod sandbox is created. Until it is there,
+// pods wait in ContainerCreating and the runtime reports NetworkReady=false.
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const CONFLIST_FILE = '10-kubit.conflist';
+export const DEFAULT_CNI_BRIDGE = 'kubit0';
+export const DEFAULT_CNI_NETWORK = 'kubit';
+
+export interface CniConfigOptions {
+  /** --cni-conf-dir: where containerd's CRI plugin reads networks from. */
+  confDir: string;
+  /** --cni-conf-template: the conflist with {{NETWORK_NAME}} {{BRIDGE}} {{POD_CIDR}} {{IP_MASQ}}. */
+  templatePath: string;
+  bridge: string;
+  networkName: string;
+  /** Masquerade traffic leaving the pod subnet (off: pods and nodes talk without NAT). */
+  ipMasq: boolean;
+}
+
+/** Fills {{NAME}} placeholders; a placeholder without a value is an error, never left in. */
+export function fillTemplate(template: string, values: Record<string, string>): string {
+  return template.replace(/\{\{([A-Z_]+)\}\}/g, (_m, key: string) => {
+    const v = values[key];
+    if (v === undefined) throw new Error(`template placeholder {{${key}}} has no value`);
+    return v;
+  });
+}
+
+/**
+ * deploy/containerd/10-kubit.conflist.tmpl of the checkout this kubelet runs
+ * from (src/ under tsx, dist/src/ when built), or undefined.
+ */
+export function defaultCniTemplatePath(): string | undefined {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    const candidate = join(dir, 'deploy', 'containerd', `${CONFLIST_FILE}.tmpl`);
+    if (existsSync(candidate)) return candidate;
+    dir = dirname(dir);
+  }
+  return undefined;
+}
+
+const IPV4_CIDR = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
+
+export function checkPodCidr(cidr: string): void {
+  const m = IPV4_CIDR.exec(cidr);
+  if (!m || m.slice(1, 5).some((o) => Number(o) > 255) || Number(m[5]) > 32) {
+    throw new Error(`pod CIDR "${cidr}" is not an IPv4 CIDR such as 10.244.1.0/24`);
+  }
+}
+
+export class CniConfig {
+  private written: string | undefined;
+
+  constructor(private readonly opts: CniConfigOptions) {}
+
+  get path(): string {
+    return join(this.opts.confDir, CONFLIST_FILE);
+  }
+
+  /** The subnet the conflist on disk was written for (by this kubelet or an earlier one). */
+  get podCidr(): string | undefined {
+    return this.written;
+  }
+
+  conflist(template: string, podCidr: string): string {
+    checkPodCidr(podCidr);
+    return fillTemplate(template, {
+      NETWORK_NAME: this.opts.networkName,
+      BRIDGE: this.opts.bridge,
+      POD_CIDR: podCidr,
+      IP_MASQ: String(this.opts.ipMasq),
+    });
+  }
+
+  /** Writes the conflist for `podCidr` unless the same text is there. Returns whether it wrote. */
+  async ensure(podCidr: string): Promise<boolean> {
+    let template: string;
+    try {
+      template = await readFile(this.opts.templatePath, 'utf8');
+    } catch (err) {
+      throw new Error(`cannot read the CNI template ${this.opts.templatePath}: ${(err as Error).message}`);
+    }
+    const text = this.conflist(template, podCidr);
+    const path = this.path;
+    if (existsSync(path) && readFileSync(path, 'utf8') === text) {
+      this.written = podCidr;
+      return false;
+    }
+    await mkdir(this.opts.confDir, { recursive: true });
+    // Write then rename, so containerd never loads half a file.
+    const tmp = `${path}.tmp`;
+    await writeFile(tmp, text);
+    await rename(tmp, path);
+    this.written = podCidr;
+    return true;
+  }
+}
