@@ -305,7 +305,12 @@ export class Rest {
       const cur = await this.store.get(key);
       if (!cur) throw notFound(gr(def), ri.name);
       const currentOut = this.out(def, cur.obj);
-      const next = change(structuredClone(currentOut));
+      // `change` sees the object without its resourceVersion, so a resourceVersion in
+      // what it returns came from the client (a PUT body, or a patch that sets one) and
+      // is a precondition; a patch without one is retried on a write race, not refused.
+      const draft = structuredClone(currentOut);
+      if (draft.metadata) delete draft.metadata.resourceVersion;
+      const next = change(draft);
       next.metadata ??= {};
       const m = next.metadata;
       if (m.name !== undefined && m.name !== ri.name) {
@@ -589,13 +594,16 @@ export class Rest {
     return {
       kind: 'Scale',
       apiVersion: 'autoscaling/v1',
-      metadata: {
-        name: m.name,
-        namespace: m.namespace,
-        uid: m.uid,
-        resourceVersion: m.resourceVersion,
-        creationTimestamp: m.creationTimestamp,
-      },
+      // Only the fields the object has: a patch sees no resourceVersion unless it sets one.
+      metadata: Object.fromEntries(
+        Object.entries({
+          name: m.name,
+          namespace: m.namespace,
+          uid: m.uid,
+          resourceVersion: m.resourceVersion,
+          creationTimestamp: m.creationTimestamp,
+        }).filter(([, v]) => v !== undefined),
+      ),
       spec: { replicas: Number(obj(o.spec).replicas ?? 0) },
       status: { replicas: Number(obj(o.status).replicas ?? 0), selector: selectorText(o) },
     };

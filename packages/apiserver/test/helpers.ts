@@ -1,6 +1,7 @@
 // Test helpers: an HTTPS client for the apiserver with any identity, and the real kubectl.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import { Agent, request } from 'node:https';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -61,22 +62,32 @@ export class Api {
           },
         },
         (res) => {
-          const chunks: Buffer[] = [];
+          response = res;
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let parsed: unknown;
-            try {
-              parsed = JSON.parse(text);
-            } catch {
-              parsed = undefined;
-            }
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed });
-          });
+          res.on('end', finish);
           res.on('error', reject);
         },
       );
-      r.on('error', reject);
+      const chunks: Buffer[] = [];
+      let response: IncomingMessage | undefined;
+      const finish = () => {
+        const res = response!;
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed });
+      };
+      r.on('error', (err: NodeJS.ErrnoException) => {
+        // A server may answer an oversized body (413) before the client has sent it all and
+        // close the connection: writing the rest then fails, but the answer has arrived.
+        if (err.code !== 'EPIPE' && err.code !== 'ECONNRESET') return reject(err);
+        if (response) return finish();
+        setTimeout(() => (response ? finish() : reject(err)), 1000);
+      });
       r.setTimeout(30_000, () => r.destroy(new Error(`timeout: ${method} ${path}`)));
       if (data) r.write(data);
       r.end();
