@@ -133,7 +133,7 @@ describe('quantities and selectors', () => {
     assert.equal(parseValue('1k'), 1000);
     assert.equal(parseValue('1e3'), 1000);
     assert.equal(parseValue('0.5'), 1, 'values round up');
-    assert.throws(() => parseMilli('12 apples'), /invalid quantity "12 apples"/);
+    assert.throws(() => parseMilli('12 apples'), /cannot parse '12 apples': quantities must match/);
   });
 
   it('matches label selectors: null matches nothing, empty matches everything', () => {
