@@ -74,7 +74,14 @@ export class Store {
   private readonly latency?: Histogram<'operation'>;
 
   constructor(opts: StoreOptions) {
-    const options: IOptions = { hosts: opts.endpoints, dialTimeout: 5000 };
+    const options: IOptions = {
+      hosts: opts.endpoints,
+      dialTimeout: 5000,
+      // A list of many objects is one range response: gRPC's default 4 MiB receive
+      // limit would turn a list of ~10,000 pods into a 500 (and trip the client's
+      // circuit breaker). The store bounds what it sends; the apiserver takes it all.
+      grpcOptions: { 'grpc.max_receive_message_length': -1 },
+    };
     if (opts.caFile) {
       options.credentials = {
         rootCertificate: opts.caFile,

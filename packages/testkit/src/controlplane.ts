@@ -157,7 +157,10 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const logDir = join(dir, 'logs');
   await mkdir(logDir, { recursive: true });
   const nodes = options.nodes ?? [];
-  const pki = await generatePki(join(dir, 'pki'), nodes);
+  const pki = await generatePki(join(dir, 'pki'), nodes).catch(async (err: unknown) => {
+    await tmp.cleanup();
+    throw err;
+  });
   const backend = options.store ?? defaultStoreBackend();
   let store: RunningStore | undefined;
   let apiserver: TestProcess | undefined;

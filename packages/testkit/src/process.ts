@@ -103,8 +103,10 @@ export function startProcess(opts: StartOptions): TestProcess {
   if (opts.logFile) {
     mkdirSync(dirname(opts.logFile), { recursive: true });
     const out = createWriteStream(opts.logFile, { flags: 'a' });
-    child.stdout?.pipe(out);
-    child.stderr?.pipe(out);
+    // Two streams share one log file: neither may end it while the other still writes.
+    child.stdout?.pipe(out, { end: false });
+    child.stderr?.pipe(out, { end: false });
+    child.once('close', () => out.end());
   } else {
     child.stdout?.resume();
     child.stderr?.resume();

@@ -1,0 +1,287 @@
+// pnpm bench:pod-startup — time from a pod's creation (the POST) to Running as
+// seen by a watch, through the whole of Kubit (3-member store, apiserver,
+// scheduler, one real kubit-kubelet on a real containerd), for one pod at a
+// time and for a batch of 20, the image already present; and in the same run
+// the runtime's floor: RunPodSandbox + CreateContainer + StartContainer straight
+// through CRI on the same containerd. Targets (issue 5): p50 ≤ floor + 100 ms;
+// p99 ≤ 1 s for the batch of 20. Needs root.
+//
+//   node packages/testkit/dist/bench/pod-startup.js [--store=kubit-store|etcd]
+//        [--members=3] [--singles=10] [--batch=20]
+//
+// Build first: npx tsc -b packages/testkit packages/apiserver packages/scheduler packages/kubelet packages/store
+import { join } from 'node:path';
+import type { Node, Pod } from '@kubit/api';
+import { type KubeClient, resources } from '@kubit/client';
+import { startContainerd } from '../src/containerd.js';
+import { BUSYBOX_IMAGE, pushTestImages } from '../src/images.js';
+import { daemonCommand, freePort, startProcess, tempDir, waitFor } from '../src/process.js';
+import { startRegistry } from '../src/registry.js';
+import {
+  benchClient,
+  machineHeader,
+  ms,
+  now,
+  parseFlags,
+  percentile,
+  progress,
+  runBench,
+  sleep,
+  sortedCopy,
+  startBenchControlPlane,
+  storeProgram,
+  table,
+  UsageError,
+} from './common.js';
+import { CriClient, removeSandbox, startSandboxWithContainer } from './cri.js';
+
+const SCRIPT = 'bench:pod-startup';
+const NODE = 'bench-node';
+const NS = 'default';
+
+function podBody(name: string): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'c', image: 'busybox:latest', command: ['sleep', '3600'] }],
+    },
+  };
+}
+
+/** Notes when each pod is first seen Running on a watch. */
+function watchRunning(
+  client: KubeClient,
+  resourceVersion: string,
+): { runningAt: Map<string, number>; stop: () => void } {
+  const runningAt = new Map<string, number>();
+  const w = client.watch<Pod>(resources.pods, {
+    namespace: NS,
+    resourceVersion,
+    onEvent: (ev) => {
+      const name = ev.object.metadata?.name;
+      if (name && ev.object.status?.phase === 'Running' && !runningAt.has(name)) runningAt.set(name, now());
+    },
+  });
+  return { runningAt, stop: () => w.stop() };
+}
+
+/** Creates the pods at once (in parallel) and returns each one's POST → Running time. */
+async function startPods(
+  client: KubeClient,
+  runningAt: Map<string, number>,
+  names: string[],
+  timeoutMs = 120_000,
+): Promise<number[]> {
+  const postedAt = new Map<string, number>();
+  await Promise.all(
+    names.map(async (name) => {
+      postedAt.set(name, now());
+      await client.create(resources.pods, podBody(name), { namespace: NS });
+    }),
+  );
+  const end = now() + timeoutMs;
+  while (names.some((n) => !runningAt.has(n)) && now() < end) await sleep(5);
+  const missing = names.filter((n) => !runningAt.has(n));
+  if (missing.length)
+    throw new Error(`${missing.length} pods not Running after ${timeoutMs} ms: ${missing.join(', ')}`);
+  return names.map((n) => (runningAt.get(n) ?? 0) - (postedAt.get(n) ?? 0));
+}
+
+interface Row {
+  what: string;
+  n: number;
+  p50: number;
+  p99: number;
+  floorP50?: number;
+  target: string;
+  verdict: string;
+}
+
+runBench(async (cleanup) => {
+  const flags = parseFlags(SCRIPT, process.argv.slice(2), {
+    store: 'kubit-store',
+    members: 3,
+    singles: 10,
+    batch: 20,
+  });
+  const program = storeProgram(SCRIPT, flags.store);
+  if (process.getuid?.() !== 0) throw new UsageError(`${SCRIPT} needs root: containerd, CNI and mounts`);
+  const header = machineHeader();
+
+  progress('starting the registry, the control plane and containerd');
+  const registry = await startRegistry();
+  cleanup.add('registry', () => registry.stop());
+  await pushTestImages(registry.host);
+  const { cp, storeTitle } = await startBenchControlPlane(program, flags.members, { nodes: [NODE] });
+  cleanup.add('control plane', () => cp.stop());
+  // Removed after containerd has stopped (clean-up runs last first): sandbox logs live there.
+  const root = await tempDir('kubit-bench-kubelet-');
+  cleanup.add('kubelet dir', () => root.cleanup());
+  const containerd = await startContainerd({ mirror: registry.host });
+  cleanup.add('containerd', () => containerd.stop());
+
+  const server = cp.pki.kubeletServer(NODE);
+  const kubeletCmd = daemonCommand('kubelet', 'main.ts');
+  const kubelet = startProcess({
+    name: 'kubit-kubelet',
+    command: kubeletCmd.command,
+    args: [
+      ...kubeletCmd.args,
+      `--kubeconfig=${await cp.kubeconfigForNode(NODE)}`,
+      `--container-runtime-endpoint=${containerd.endpoint}`,
+      `--hostname-override=${NODE}`,
+      '--node-ip=127.0.0.1',
+      '--address=127.0.0.1',
+      `--port=${await freePort()}`,
+      `--root-dir=${join(root.path, 'root')}`,
+      `--tls-cert-file=${server.cert}`,
+      `--tls-private-key-file=${server.key}`,
+      `--client-ca-file=${cp.caFile}`,
+      `--pod-cidr=${containerd.podCidr}`,
+    ],
+    env: { KUBIT_LOG_FORMAT: 'json' },
+    logFile: join(cp.logDir, 'kubelet.log'),
+  });
+  // Registered after containerd, so it is stopped before containerd is.
+  cleanup.add('kubelet', () => kubelet.stop());
+  const schedulerCmd = daemonCommand('scheduler', 'main.ts');
+  const scheduler = startProcess({
+    name: 'kubit-scheduler',
+    command: schedulerCmd.command,
+    args: [
+      ...schedulerCmd.args,
+      `--kubeconfig=${await cp.kubeconfigFor('kube-scheduler', cp.pki.scheduler)}`,
+      `--secure-port=${await freePort()}`,
+      '--bind-address=127.0.0.1',
+      '--leader-elect=false',
+    ],
+    env: { KUBIT_LOG_FORMAT: 'json' },
+    logFile: join(cp.logDir, 'scheduler.log'),
+  });
+  cleanup.add('scheduler', () => scheduler.stop());
+
+  const client = benchClient(cp.kubeconfigPath, 64);
+  cleanup.add('client', () => client.close());
+  await waitFor(
+    'the node to be Ready',
+    async () => {
+      if (!kubelet.running) throw new Error(`the kubelet exited; see ${cp.logDir}/kubelet.log`);
+      const n = await client.get<Node>(resources.nodes, NODE).catch(() => undefined);
+      return n?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+    },
+    90_000,
+    200,
+  );
+
+  const list = await client.list(resources.pods, { namespace: NS, limit: 1 });
+  const watch = watchRunning(client, list.metadata.resourceVersion ?? '0');
+  cleanup.add('watch', () => watch.stop());
+  progress('warm-up pod (pulls busybox and the pause image)');
+  await startPods(client, watch.runningAt, ['warm-up']);
+
+  // The floor, on the same containerd with the image present.
+  progress(`floor: ${flags.singles} sandboxes one at a time, then ${flags.batch} at once, through CRI`);
+  const cri = new CriClient(containerd.socket);
+  cleanup.add('cri client', () => cri.close());
+  const floorSingles: number[] = [];
+  const sandboxes: string[] = [];
+  for (let i = 0; i < flags.singles; i++) {
+    const r = await startSandboxWithContainer(cri, {
+      name: `floor-${i}`,
+      image: BUSYBOX_IMAGE,
+      logDirectory: root.path,
+    });
+    floorSingles.push(r.ms);
+    sandboxes.push(r.sandboxId);
+  }
+  const floorBatch = await Promise.all(
+    Array.from({ length: flags.batch }, (_, i) =>
+      startSandboxWithContainer(cri, { name: `floor-b${i}`, image: BUSYBOX_IMAGE, logDirectory: root.path }),
+    ),
+  );
+  for (const r of floorBatch) sandboxes.push(r.sandboxId);
+  // Removed before Kubit's turn, so both see the same number of running sandboxes.
+  for (const id of sandboxes) await removeSandbox(cri, id);
+
+  progress(`kubit: ${flags.singles} pods one at a time, then ${flags.batch} at once`);
+  const singles: number[] = [];
+  for (let i = 0; i < flags.singles; i++) {
+    singles.push(...(await startPods(client, watch.runningAt, [`single-${i}`])));
+  }
+  const batch = await startPods(
+    client,
+    watch.runningAt,
+    Array.from({ length: flags.batch }, (_, i) => `batch-${i}`),
+  );
+
+  const fs = sortedCopy(floorSingles);
+  const fb = sortedCopy(floorBatch.map((r) => r.ms));
+  const ks = sortedCopy(singles);
+  const kb = sortedCopy(batch);
+  const rows: Row[] = [
+    {
+      what: 'CRI floor, one at a time',
+      n: fs.length,
+      p50: percentile(fs, 50),
+      p99: percentile(fs, 99),
+      target: '',
+      verdict: '',
+    },
+    {
+      what: `CRI floor, ${flags.batch} at once`,
+      n: fb.length,
+      p50: percentile(fb, 50),
+      p99: percentile(fb, 99),
+      target: '',
+      verdict: '',
+    },
+    {
+      what: 'kubit, one pod at a time: POST → Running (watch)',
+      n: ks.length,
+      p50: percentile(ks, 50),
+      p99: percentile(ks, 99),
+      floorP50: percentile(fs, 50),
+      target: 'p50 ≤ floor + 100 ms',
+      verdict: percentile(ks, 50) <= percentile(fs, 50) + 100 ? 'MET' : 'MISSED',
+    },
+    {
+      what: `kubit, batch of ${flags.batch}: POST → Running (watch)`,
+      n: kb.length,
+      p50: percentile(kb, 50),
+      p99: percentile(kb, 99),
+      floorP50: percentile(fb, 50),
+      target: 'p99 ≤ 1 s',
+      verdict: percentile(kb, 99) <= 1000 ? 'MET' : 'MISSED',
+    },
+  ];
+  const down = [
+    kubelet.running ? '' : 'kubelet EXITED',
+    scheduler.running ? '' : 'scheduler EXITED',
+    cp.apiserver.running ? '' : 'apiserver EXITED',
+  ].filter(Boolean);
+
+  process.stdout.write(`${header}\n\n`);
+  process.stdout.write(
+    `pod startup on kubit-apiserver + kubit-scheduler + one kubit-kubelet on containerd 1.6, store ${storeTitle}; busybox present; ms${
+      down.length ? `; ${down.join(', ')}` : ''
+    }\n\n`,
+  );
+  process.stdout.write(
+    `${table(
+      ['measurement', 'pods', 'p50 ms', 'p99 ms', 'p50 − floor p50', 'p50 ÷ floor p50', 'target', 'verdict'],
+      rows.map((r) => [
+        r.what,
+        String(r.n),
+        ms(r.p50),
+        ms(r.p99),
+        r.floorP50 === undefined ? '' : ms(r.p50 - r.floorP50),
+        r.floorP50 === undefined ? '' : `${(r.p50 / r.floorP50).toFixed(2)}×`,
+        r.target,
+        r.verdict,
+      ]),
+    )}\n`,
+  );
+});

@@ -1,0 +1,406 @@
+// pnpm bench:scheduler — kubit-scheduler (from dist/) in the full stack (3-member
+// store, kubit-apiserver) with 1,000 nodes and 10,000 pending pods: pods bound
+// per second from the first bind to the last, for plain pods and for pods with
+// required anti-affinity by hostname (10 pods per label group, so it stays
+// satisfiable), then creation→binding latency with the scheduler running and
+// pods created at a steady rate; and the scheduler's resident memory.
+// Target (issue 6): ≥ 1,000 pods/s for plain pods.
+//
+//   node packages/testkit/dist/bench/scheduler.js [--store=kubit-store|etcd]
+//        [--members=3] [--nodes=1000] [--pods=10000] [--paced-rate=100] [--paced-seconds=5] [--batch-seconds=240]
+//
+// The nodes are Node objects registered through the API (Ready, allocatable
+// cpu/memory/pods): the scheduler only needs nodes, not kubelets.
+// Build first: npx tsc -b packages/testkit packages/apiserver packages/scheduler packages/store
+import { join } from 'node:path';
+import type { Node, Pod } from '@kubit/api';
+import { type KubeClient, resources, type Watch } from '@kubit/client';
+import type { ControlPlane } from '../src/controlplane.js';
+import { daemonCommand, freePort, startProcess, type TestProcess } from '../src/process.js';
+import {
+  benchClient,
+  forEachConcurrent,
+  machineHeader,
+  ms,
+  now,
+  parseFlags,
+  percentile,
+  progress,
+  rssMiB,
+  runBench,
+  sleep,
+  sortedCopy,
+  startBenchControlPlane,
+  storeProgram,
+  table,
+} from './common.js';
+
+const SCRIPT = 'bench:scheduler';
+const GROUP_SIZE = 10;
+
+function nodeBody(name: string): Node {
+  const alloc = { cpu: '32', memory: '128Gi', pods: '110' };
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubit.io/bench': 'hollow' } },
+    spec: {},
+    status: {
+      allocatable: alloc,
+      capacity: alloc,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'KubeletReady',
+          message: 'registered by bench:scheduler',
+          lastHeartbeatTime: new Date().toISOString(),
+          lastTransitionTime: new Date().toISOString(),
+        },
+      ],
+    },
+  };
+}
+
+function podBody(name: string, namespace: string, antiAffinity: boolean, index: number): Pod {
+  const group = `g${Math.floor(index / GROUP_SIZE)}`;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace, labels: { app: group } },
+    spec: {
+      containers: [
+        {
+          name: 'c',
+          image: 'busybox:latest',
+          resources: { requests: { cpu: '10m', memory: '16Mi' } },
+        },
+      ],
+      ...(antiAffinity
+        ? {
+            affinity: {
+              podAntiAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: [
+                  { labelSelector: { matchLabels: { app: group } }, topologyKey: 'kubernetes.io/hostname' },
+                ],
+              },
+            },
+          }
+        : {}),
+    },
+  };
+}
+
+async function registerNodes(client: KubeClient, count: number): Promise<void> {
+  const r = await forEachConcurrent(count, 32, async (i) => {
+    const body = nodeBody(`hollow-${i}`);
+    const created = await client.create<Node>(resources.nodes, body);
+    // Status may be dropped on create: set it through the status subresource too.
+    await client.updateStatus<Node>(resources.nodes, { ...created, status: body.status });
+  });
+  if (r.errors) throw new Error(`${r.errors} of ${count} nodes failed to register: ${r.firstError}`);
+}
+
+function startScheduler(cp: ControlPlane, kubeconfig: string, port: number, name: string): TestProcess {
+  const cmd = daemonCommand('scheduler', 'main.ts');
+  return startProcess({
+    name,
+    command: cmd.command,
+    args: [
+      ...cmd.args,
+      `--kubeconfig=${kubeconfig}`,
+      `--secure-port=${port}`,
+      '--bind-address=127.0.0.1',
+      '--leader-elect=false',
+    ],
+    env: { KUBIT_LOG_FORMAT: 'json' },
+    logFile: join(cp.logDir, `${name}.log`),
+  });
+}
+
+/** Watches a namespace and notes when each pod first shows a nodeName. */
+class BindingWatch {
+  readonly boundAt = new Map<string, number>();
+  readonly nodeOf = new Map<string, string>();
+  private readonly watch: Watch<Pod>;
+  error: Error | undefined;
+  private stopped = false;
+
+  /** Takes ownership of `client` (its own, so binding events never queue behind creates). */
+  constructor(
+    private readonly client: KubeClient,
+    namespace: string,
+    resourceVersion: string,
+  ) {
+    this.watch = client.watch<Pod>(resources.pods, {
+      namespace,
+      resourceVersion,
+      maxBuffered: 100_000,
+      onEvent: (ev) => {
+        if (ev.type === 'ERROR') {
+          // e.g. 410 Expired: the watch is over and bindings after it would go unseen.
+          this.error = new Error(`watch ERROR event: ${JSON.stringify(ev.object).slice(0, 200)}`);
+          return;
+        }
+        const name = ev.object.metadata?.name;
+        const node = ev.object.spec?.nodeName;
+        if (name && node && !this.boundAt.has(name)) {
+          this.boundAt.set(name, now());
+          this.nodeOf.set(name, node);
+        }
+      },
+      onClose: (err) => {
+        if (!this.stopped) this.error ??= err ?? new Error('the server ended the watch');
+      },
+    });
+  }
+
+  async waitFor(count: number, timeoutMs: number): Promise<boolean> {
+    const end = now() + timeoutMs;
+    while (this.boundAt.size < count && now() < end) {
+      if (this.error) throw new Error(`the binding watch failed: ${this.error.message}`);
+      await sleep(50);
+    }
+    return this.boundAt.size >= count;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.watch.stop();
+    this.client.close();
+  }
+}
+
+async function ensureNamespace(client: KubeClient, name: string): Promise<string> {
+  await client.create(resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  const list = await client.list(resources.pods, { namespace: name, limit: 1 });
+  return list.metadata.resourceVersion ?? '0';
+}
+
+interface Row {
+  what: string;
+  pods: string;
+  rate: string;
+  p50: string;
+  p99: string;
+  target: string;
+  note: string;
+}
+
+/** Anti-affinity groups must not share a node: counts the groups that do. */
+function antiAffinityViolations(w: BindingWatch, count: number): number {
+  let bad = 0;
+  for (let g = 0; g * GROUP_SIZE < count; g++) {
+    const nodes = new Set<string>();
+    let members = 0;
+    for (let i = g * GROUP_SIZE; i < Math.min(count, (g + 1) * GROUP_SIZE); i++) {
+      const n = w.nodeOf.get(`p-${i}`);
+      if (n) {
+        nodes.add(n);
+        members++;
+      }
+    }
+    if (nodes.size < members) bad++;
+  }
+  return bad;
+}
+
+/**
+ * The batch: `count` pods created pending (scheduler stopped), then the scheduler
+ * starts and binds them; rate from the first bind to the last.
+ */
+async function batch(
+  cp: ControlPlane,
+  client: KubeClient,
+  schedulerKubeconfig: string,
+  kind: 'plain' | 'anti-affinity',
+  count: number,
+  batchSeconds: number,
+): Promise<{ row: Row; scheduler: TestProcess; rss: number }> {
+  const ns = `bench-${kind}`;
+  const rv = await ensureNamespace(client, ns);
+  // Watching from before the creates: a watch started later from this resourceVersion
+  // could be too old for the watch cache (410) once 10,000 pods were written.
+  const watch = new BindingWatch(benchClient(cp.kubeconfigPath, 4), ns, rv);
+  progress(`${kind}: creating ${count} pending pods with 64 clients`);
+  const t0 = now();
+  const r = await forEachConcurrent(count, 64, async (i) => {
+    await client.create(resources.pods, podBody(`p-${i}`, ns, kind === 'anti-affinity', i), {
+      namespace: ns,
+    });
+  });
+  if (r.errors) {
+    watch.stop();
+    throw new Error(`${r.errors} pod creates failed: ${r.firstError}`);
+  }
+  progress(`${kind}: created at ${(count / ((now() - t0) / 1000)).toFixed(0)}/s; starting the scheduler`);
+  const startedAt = now();
+  const scheduler = startScheduler(cp, schedulerKubeconfig, await freePort(), `kubit-scheduler-${kind}`);
+  let peakRss = 0;
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, rssMiB(scheduler.pid));
+  }, 250);
+  let all = false;
+  try {
+    const deadline = now() + batchSeconds * 1000;
+    while (now() < deadline && scheduler.running) {
+      const done = await watch.waitFor(count, 1000).catch(() => undefined);
+      if (done === undefined) break; // the watch failed: reported in the note
+      if (done) {
+        all = true;
+        break;
+      }
+    }
+  } finally {
+    clearInterval(sampler);
+    watch.stop();
+  }
+  const times = sortedCopy([...watch.boundAt.values()]);
+  const first = times[0] ?? Number.NaN;
+  const last = times[times.length - 1] ?? Number.NaN;
+  const rate = times.length > 1 ? (times.length - 1) / ((last - first) / 1000) : Number.NaN;
+  const fromStart = times.map((t) => t - startedAt);
+  const violations = kind === 'anti-affinity' ? antiAffinityViolations(watch, count) : 0;
+  const notes = [
+    kind === 'plain' ? (rate >= 1000 && all ? 'MET' : 'MISSED') : '',
+    `first bind ${ms(first - startedAt)} ms after the scheduler started`,
+    all ? '' : `only ${times.length} of ${count} bound within ${batchSeconds} s`,
+    watch.error ? `binding watch failed: ${watch.error.message.slice(0, 120)}` : '',
+    scheduler.running ? '' : 'the scheduler EXITED during the run',
+    violations ? `${violations} anti-affinity groups share a node` : '',
+  ];
+  return {
+    row: {
+      what: `batch of pending pods, ${kind}`,
+      pods: `${times.length}/${count}`,
+      rate: `${rate.toFixed(0)}/s`,
+      p50: `${ms(percentile(sortedCopy(fromStart), 50))} (since start)`,
+      p99: `${ms(percentile(sortedCopy(fromStart), 99))} (since start)`,
+      target: kind === 'plain' ? '≥ 1,000 pods/s' : '',
+      note: notes.filter(Boolean).join('; '),
+    },
+    scheduler,
+    rss: peakRss,
+  };
+}
+
+/** With the scheduler running: pods created at a steady rate, each timed from its POST's response to its binding. */
+async function paced(
+  cp: ControlPlane,
+  client: KubeClient,
+  kind: 'plain' | 'anti-affinity',
+  rate: number,
+  seconds: number,
+): Promise<Row> {
+  const ns = `bench-${kind}-paced`;
+  const rv = await ensureNamespace(client, ns);
+  const watch = new BindingWatch(benchClient(cp.kubeconfigPath, 4), ns, rv);
+  const createdAt = new Map<string, number>();
+  const total = Math.round(rate * seconds);
+  let errors = 0;
+  const start = now();
+  const inflight: Promise<void>[] = [];
+  try {
+    for (let i = 0; i < total; i++) {
+      const wait = start + (i * 1000) / rate - now();
+      if (wait > 0) await sleep(wait);
+      const name = `p-${i}`;
+      const t0 = now();
+      inflight.push(
+        client.create(resources.pods, podBody(name, ns, kind === 'anti-affinity', i), { namespace: ns }).then(
+          () => {
+            createdAt.set(name, t0);
+          },
+          () => {
+            errors++;
+          },
+        ),
+      );
+    }
+    await Promise.all(inflight);
+    await watch.waitFor(total - errors, 60_000);
+  } finally {
+    watch.stop();
+  }
+  const lat: number[] = [];
+  for (const [name, t] of watch.boundAt) {
+    const c = createdAt.get(name);
+    if (c !== undefined) lat.push(t - c);
+  }
+  const s = sortedCopy(lat);
+  return {
+    what: `paced ${rate}/s, ${kind}: creation (POST sent) → bound`,
+    pods: `${lat.length}/${total}`,
+    rate: `${rate}/s offered`,
+    p50: ms(percentile(s, 50)),
+    p99: ms(percentile(s, 99)),
+    target: '',
+    note: errors ? `${errors} creates failed` : '',
+  };
+}
+
+runBench(async (cleanup) => {
+  const flags = parseFlags(SCRIPT, process.argv.slice(2), {
+    store: 'kubit-store',
+    members: 3,
+    nodes: 1000,
+    pods: 10_000,
+    'paced-rate': 100,
+    'paced-seconds': 5,
+    'batch-seconds': 240,
+  });
+  const program = storeProgram(SCRIPT, flags.store);
+  const header = machineHeader();
+  progress(`starting the control plane on ${program} ×${flags.members}`);
+  const { cp, storeTitle } = await startBenchControlPlane(program, flags.members);
+  cleanup.add('control plane', () => cp.stop());
+  const schedulerKubeconfig = await cp.kubeconfigFor('kube-scheduler', cp.pki.scheduler);
+  const client = benchClient(cp.kubeconfigPath, 128);
+  cleanup.add('client', () => client.close());
+  progress(`registering ${flags.nodes} nodes`);
+  await registerNodes(client, flags.nodes);
+
+  const rows: Row[] = [];
+  for (const kind of ['plain', 'anti-affinity'] as const) {
+    const b = await batch(cp, client, schedulerKubeconfig, kind, flags.pods, flags['batch-seconds']);
+    cleanup.add(`scheduler (${kind})`, () => b.scheduler.stop());
+    rows.push(b.row);
+    if (b.scheduler.running && flags['paced-seconds'] > 0) {
+      progress(`${kind}: paced creates at ${flags['paced-rate']}/s`);
+      rows.push(await paced(cp, client, kind, flags['paced-rate'], flags['paced-seconds']));
+    }
+    rows.push({
+      what: `scheduler VmRSS, ${kind} run`,
+      pods: '',
+      rate: '',
+      p50: '',
+      p99: '',
+      target: '',
+      note: `peak ${b.rss.toFixed(0)} MiB during the batch; ${rssMiB(b.scheduler.pid).toFixed(0)} MiB at the end`,
+    });
+    // The next kind gets a fresh scheduler, so its batch is measured from a cold start too.
+    await b.scheduler.stop();
+  }
+  if (!cp.apiserver.running) {
+    rows.push({
+      what: 'apiserver',
+      pods: '',
+      rate: '',
+      p50: '',
+      p99: '',
+      target: '',
+      note: 'EXITED during the run',
+    });
+  }
+
+  process.stdout.write(`${header}\n\n`);
+  process.stdout.write(
+    `kubit-scheduler on kubit-apiserver on ${storeTitle}; ${flags.nodes} nodes (Node objects), ${flags.pods} pods per batch; ms\n\n`,
+  );
+  process.stdout.write(
+    `${table(
+      ['measurement', 'bound', 'rate', 'p50 ms', 'p99 ms', 'target', 'note'],
+      rows.map((r) => [r.what, r.pods, r.rate, r.p50, r.p99, r.target, r.note]),
+    )}\n`,
+  );
+});
