@@ -46,6 +46,8 @@ import { serveWatch } from './watch.js';
 import type { WatchCache } from './watchcache.js';
 
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
+/** How much of a too-large body is read and dropped so the client can read the 413. */
+const MAX_DRAINED_BODY_BYTES = 4 * MAX_BODY_BYTES;
 
 export interface ServerDeps {
   store: Store;
@@ -142,6 +144,23 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   const sendStatus = (reply: FastifyReply, status: Status) => {
     reply.code(status.code).header('Content-Type', 'application/json').send(JSON.stringify(status));
   };
+
+  // A body announced as too large is read and dropped (up to a bound) before the 413
+  // goes out: closing while the client still writes would make it see a connection
+  // reset instead of the answer. Beyond the bound the connection is closed at once.
+  app.addHook('onRequest', (req, reply, done) => {
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (!(length > MAX_BODY_BYTES)) return done();
+    const answer = () => sendStatus(reply, requestEntityTooLarge(`limit is ${MAX_BODY_BYTES}`).status);
+    if (length > MAX_DRAINED_BODY_BYTES) {
+      reply.header('Connection', 'close');
+      answer();
+      return;
+    }
+    req.raw.on('error', () => {});
+    req.raw.once('end', answer);
+    req.raw.resume();
+  });
 
   app.setErrorHandler((err: unknown, req, reply) => {
     let status: Status;
