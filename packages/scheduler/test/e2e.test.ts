@@ -258,11 +258,13 @@ describe('kubit-scheduler against the apiserver', { timeout: 150_000 }, () => {
         30_000,
       );
       assert.equal(follower.running, true);
-      watch.stop();
       const names = [
         ...[0, 1, 2, 3, 4].map((i) => `before-${i}`),
         ...[0, 1, 2, 3, 4].map((i) => `after-${i}`),
       ];
+      // The GETs above can see a binding before the watch delivers it: let the watch catch up.
+      await waitFor('the watch to see every binding', () => names.every((n) => seen.has(n)), 30_000);
+      watch.stop();
       for (const name of names)
         assert.equal(
           seen.get(name)?.length,
