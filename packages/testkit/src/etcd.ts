@@ -2,7 +2,7 @@
 // member with its own data dir, for tests and benchmarks. Both programs take
 // the same flags: only the program differs.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { daemonCommand, freePort, startProcess, type TestProcess, tempDir, waitFor } from './process.js';
 
@@ -244,7 +244,7 @@ export class StoreCluster {
       await waitFor(
         `${this.program} ${m.name} on ${m.endpoint} to be healthy`,
         async () => {
-          if (!m.process?.running) throw new Error(`${m.name} exited; see ${m.logFile}`);
+          if (!m.process?.running) throw new Error(`${m.name} exited; its log ends:\n${logTail(m.logFile)}`);
           const r = await etcdctl(
             [m.endpoint],
             [...this.tlsArgs(), 'endpoint', 'health', '--command-timeout=2s'],
@@ -286,5 +286,14 @@ export class StoreCluster {
   async destroy(): Promise<void> {
     await this.stop();
     await this.root.cleanup();
+  }
+}
+
+/** The last lines of a log file, for an error message (the file goes with the temp dir). */
+function logTail(file: string, chars = 2000): string {
+  try {
+    return readFileSync(file, 'utf8').slice(-chars);
+  } catch {
+    return `(no log at ${file})`;
   }
 }

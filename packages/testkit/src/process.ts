@@ -126,8 +126,29 @@ process.once('exit', () => {
   for (const p of started) if (p.running) p.child.kill('SIGKILL');
 });
 
-/** A TCP port on 127.0.0.1 that was free a moment ago. */
+/**
+ * A TCP port on 127.0.0.1 that was free a moment ago, for a daemon a test starts.
+ * It is drawn from below the kernel's ephemeral range (32768 and up), so that the
+ * many outgoing connections of a test run cannot take it before the daemon binds it.
+ */
 export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canBind(port)) return port;
+  }
+  return bindAny();
+}
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => res(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
+  });
+}
+
+function bindAny(): Promise<number> {
   return new Promise((res, rej) => {
     const srv = createServer();
     srv.unref();
