@@ -3,40 +3,23 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type ControlPlane, startControlPlane } from '@kubit/testkit';
-import { Api, pod, type Reply } from './helpers.js';
+import { Api, assertClientError, HOSTILE_NS, pod, seedHostileFixtures, storeRevision } from './helpers.js';
 
 let cp: ControlPlane;
 let api: Api;
-const NS = '/api/v1/namespaces/fuzz';
+const NS = HOSTILE_NS;
 
 before(async () => {
   cp = await startControlPlane();
   api = new Api(cp);
-  assert.equal((await api.post('/api/v1/namespaces', { metadata: { name: 'fuzz' } })).status, 201);
-  assert.equal((await api.post(`${NS}/pods`, pod('existing'))).status, 201);
-  assert.equal(
-    (await api.post(`${NS}/configmaps`, { metadata: { name: 'frozen' }, data: { a: '1' }, immutable: true }))
-      .status,
-    201,
-  );
+  await seedHostileFixtures(api);
 });
 after(async () => {
   api?.close();
   await cp?.stop();
 });
 
-async function revision(): Promise<string> {
-  const r = await api.get(`${NS}/configmaps?limit=1`);
-  return r.body.metadata.resourceVersion;
-}
-
-function assertClientError(r: Reply, code: number, message?: RegExp) {
-  assert.equal(r.status, code, r.text);
-  assert.equal(r.body?.kind, 'Status', r.text);
-  assert.equal(r.body.code, code);
-  assert.match(String(r.headers['content-type']), /application\/json/);
-  if (message) assert.match(r.body.message, message);
-}
+const revision = () => storeRevision(api);
 
 describe('bad input', () => {
   it('malformed bodies are 400 and write nothing', async () => {

@@ -1,4 +1,5 @@
 // Test helpers: an HTTPS client for the apiserver with any identity, and the real kubectl.
+import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
@@ -210,4 +211,30 @@ export async function until<T>(
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+/** The namespace the bad-input and fuzz tests write into, with its fixtures. */
+export const HOSTILE_NS = '/api/v1/namespaces/fuzz';
+
+/** Creates the namespace, a pod and an immutable configmap the hostile requests aim at. */
+export async function seedHostileFixtures(api: Api): Promise<void> {
+  assert.equal((await api.post('/api/v1/namespaces', { metadata: { name: 'fuzz' } })).status, 201);
+  assert.equal((await api.post(`${HOSTILE_NS}/pods`, pod('existing'))).status, 201);
+  const frozen = { metadata: { name: 'frozen' }, data: { a: '1' }, immutable: true };
+  assert.equal((await api.post(`${HOSTILE_NS}/configmaps`, frozen)).status, 201);
+}
+
+/** The store's current revision, as a list reports it: unchanged means nothing was written. */
+export async function storeRevision(api: Api): Promise<string> {
+  const r = await api.get(`${HOSTILE_NS}/configmaps?limit=1`);
+  return r.body.metadata.resourceVersion;
+}
+
+/** A 4xx answer with a JSON Status body of that code (and, optionally, that message). */
+export function assertClientError(r: Reply, code: number, message?: RegExp): void {
+  assert.equal(r.status, code, r.text);
+  assert.equal(r.body?.kind, 'Status', r.text);
+  assert.equal(r.body.code, code);
+  assert.match(String(r.headers['content-type']), /application\/json/);
+  if (message) assert.match(r.body.message, message);
 }
