@@ -15,6 +15,12 @@ PNPM_VERSION=10.34.9
 SYSTEM_PACKAGES="openssl containerd runc containernetworking-plugins busybox-static umoci skopeo docker-registry etcd-server etcd-client iproute2 nginx-light"
 SYSTEM_COMMANDS="openssl containerd runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback busybox umoci skopeo /usr/bin/docker-registry etcd etcdctl ip /usr/sbin/nginx"
 
+# What only the tests need, on top (scripts/test adds these; scripts/up does not):
+#   openssh-server: the multi-host lab's installer runs over ssh to network-namespace hosts
+#   (nsenter and setsid, from util-linux, start each host's sshd in its namespace)
+TEST_SYSTEM_PACKAGES="openssh-server"
+TEST_SYSTEM_COMMANDS="/usr/sbin/sshd ssh ssh-keygen nsenter setsid"
+
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
@@ -24,6 +30,12 @@ missing_system_commands() {
   local c out=""
   for c in $SYSTEM_COMMANDS; do have "$c" || out="$out $c"; done
   printf '%s' "$out"
+}
+
+# scripts/test: the tests' packages too. Called before ensure_system_packages.
+with_test_packages() {
+  SYSTEM_PACKAGES="$SYSTEM_PACKAGES $TEST_SYSTEM_PACKAGES"
+  SYSTEM_COMMANDS="$SYSTEM_COMMANDS $TEST_SYSTEM_COMMANDS"
 }
 
 ensure_node() {
@@ -45,7 +57,8 @@ ensure_system_packages() {
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq || die "apt-get update failed"
   # policy-rc.d keeps Debian from starting the packaged services (etcd, registry,
-  # nginx, containerd) on install: Kubit starts its own instances on its own ports.
+  # nginx, containerd, dockerd, sshd) on install: Kubit and its tests start their
+  # own instances on their own ports and sockets.
   local prc=/usr/sbin/policy-rc.d created_prc=""
   if [ ! -e $prc ]; then printf '#!/bin/sh\nexit 101\n' > $prc && chmod +x $prc && created_prc=1; fi
   apt-get install -y -qq --no-install-recommends $SYSTEM_PACKAGES >/dev/null || { [ -n "$created_prc" ] && rm -f $prc; die "apt-get install failed"; }

@@ -7,8 +7,13 @@
 //   node scripts/run-tests.mjs packages/store       one package
 //   node scripts/run-tests.mjs packages/store/test/raft.test.ts
 //   KUBIT_TEST_FILTER=raft node scripts/run-tests.mjs   only files whose path contains "raft"
+//
+// Files run two at a time (KUBIT_TEST_CONCURRENCY). A file whose first lines
+// say `// kubit-test: serial` runs afterwards, alone: the whole-cluster tests
+// (a dozen processes, containerd, dockerd) would starve each other, and the
+// rest, on two cores.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -43,17 +48,29 @@ if (selected.length === 0) {
   process.exit(2);
 }
 
-const concurrency = process.env.KUBIT_TEST_CONCURRENCY ?? '2';
-const result = spawnSync(
-  process.execPath,
-  [
-    '--conditions=kubit-source',
-    '--import',
-    'tsx',
-    '--test',
-    `--test-concurrency=${concurrency}`,
-    ...selected.map((f) => relative(root, f)),
-  ],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, KUBIT_SOURCE: '1' } },
-);
-process.exit(result.status ?? 1);
+const isSerial = (file) =>
+  /^\/\/ kubit-test: serial$/m.test(readFileSync(file, 'utf8').split('\n').slice(0, 5).join('\n'));
+const serial = selected.filter(isSerial);
+const parallel = selected.filter((f) => !serial.includes(f));
+
+function run(group, concurrency) {
+  if (group.length === 0) return 0;
+  const result = spawnSync(
+    process.execPath,
+    [
+      '--conditions=kubit-source',
+      '--import',
+      'tsx',
+      '--test',
+      `--test-concurrency=${concurrency}`,
+      ...group.map((f) => relative(root, f)),
+    ],
+    { cwd: root, stdio: 'inherit', env: { ...process.env, KUBIT_SOURCE: '1' } },
+  );
+  return result.status ?? 1;
+}
+
+// Both groups always run, so one failure never hides another.
+const parallelStatus = run(parallel, process.env.KUBIT_TEST_CONCURRENCY ?? '2');
+const serialStatus = run(serial, '1');
+process.exit(parallelStatus || serialStatus);

@@ -9,6 +9,7 @@ import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from
 import { bootstrap } from './bootstrap.js';
 import { builtinKinds, KindRegistry } from './kinds/index.js';
 import { createServer } from './server.js';
+import { StoreStartup, withTimeout } from './startup.js';
 import { Store } from './storage.js';
 import { WatchCache } from './watchcache.js';
 
@@ -29,6 +30,7 @@ export interface ApiServerOptions {
   kubeletCertificateAuthority?: string;
   watchCacheHistory?: number;
   bookmarkIntervalMs?: number;
+  minRequestTimeoutSeconds?: number;
 }
 
 function readFile(path: string | undefined, flag: string): Buffer | undefined {
@@ -38,20 +40,6 @@ function readFile(path: string | undefined, flag: string): Buffer | undefined {
     return readFileSync(path);
   } catch (err) {
     throw new StartupError(`${flag}: cannot read ${path}: ${(err as Error).message}`);
-  }
-}
-
-async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, rej) => {
-        timer = setTimeout(() => rej(new Error(`${what} timed out after ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -104,16 +92,6 @@ export async function startApiServer(
     keyFile: readFile(opts.etcdKeyFile, '--etcd-keyfile'),
     latency: storeLatency,
   });
-  try {
-    await withTimeout(store.currentRevision(), 10_000, 'connecting');
-  } catch (err) {
-    store.close();
-    throw new StartupError(
-      `cannot reach the store at ${opts.etcdServers.join(',')}: ${(err as Error).message}`,
-    );
-  }
-  await bootstrap(store, log);
-
   const kinds = new KindRegistry(builtinKinds());
   const caches = new Map<string, WatchCache>();
   for (const d of kinds.all) {
@@ -121,7 +99,10 @@ export async function startApiServer(
     if (!caches.has(sr))
       caches.set(sr, new WatchCache(store, `/registry/${sr}/`, log, { historySize: opts.watchCacheHistory }));
   }
-  await Promise.all([...caches.values()].map((c) => c.start()));
+  const startup = new StoreStartup(store, opts.etcdServers, log, async () => {
+    await bootstrap(store, log);
+    await Promise.all([...caches.values()].map((c) => c.start()));
+  });
 
   const authzChain: Authorizer[] = [];
   const rbac = new RbacAuthorizer({
@@ -149,9 +130,13 @@ export async function startApiServer(
     tls: { cert, key, ca },
     serverAddress: `${opts.bindAddress}:${opts.securePort}`,
     bookmarkIntervalMs: opts.bookmarkIntervalMs,
+    minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     ready: async () => {
+      startup.check();
       await withTimeout(store.currentRevision(), 3000, 'store read');
     },
+    serving: () => startup.done,
+    notServingReason: () => startup.reason,
   });
   try {
     await app.listen({ host: opts.bindAddress, port: opts.securePort });
@@ -161,11 +146,13 @@ export async function startApiServer(
     );
   }
   const url = `https://${opts.bindAddress.includes(':') ? `[${opts.bindAddress}]` : opts.bindAddress}:${opts.securePort}`;
-  log.info({ url, store: opts.etcdServers }, 'kubit-apiserver serving');
+  log.info({ url, store: opts.etcdServers }, 'kubit-apiserver listening; connecting to the store');
+  startup.run();
   return {
     app,
     url,
     async stop() {
+      startup.stop();
       await Promise.all([...caches.values()].map((c) => c.stop()));
       await app.close();
       store.close();

@@ -26,6 +26,12 @@ const program = new Command('kubit-apiserver')
     intArg(10, 10_000_000),
     5000,
   )
+  .option(
+    '--min-request-timeout <seconds>',
+    'a watch without timeoutSeconds is closed after a random time between this and twice this',
+    intArg(1, 86_400),
+    1800,
+  )
   .option('--watch-bookmark-interval <seconds>', 'seconds between watch bookmarks', intArg(1, 3600), 10)
   .option('--v <level>', 'log verbosity (accepted for compatibility)')
   .action(async (o) => {
@@ -52,6 +58,7 @@ const program = new Command('kubit-apiserver')
         kubeletCertificateAuthority: o.kubeletCertificateAuthority,
         watchCacheHistory: o.watchCacheHistory,
         bookmarkIntervalMs: o.watchBookmarkInterval * 1000,
+        minRequestTimeoutSeconds: o.minRequestTimeout,
       },
       log,
       registry,

@@ -16,6 +16,7 @@ import {
   requestEntityTooLarge,
   type Status,
   StatusError,
+  serviceUnavailable,
   statusFromUnknown,
   unauthorized,
 } from '@kubit/api';
@@ -63,7 +64,13 @@ export interface ServerDeps {
   /** host:port clients reach this server at (for /api's serverAddressByClientCIDRs). */
   serverAddress: string;
   bookmarkIntervalMs?: number;
+  /** A watch without timeoutSeconds lasts between this and twice this (spreads reconnects). */
+  minRequestTimeoutSeconds?: number;
   ready: () => Promise<void>;
+  /** False until the store answered and the caches are filled: requests get 503 until then. */
+  serving: () => boolean;
+  /** Why the server is not serving yet. */
+  notServingReason: () => string;
 }
 
 interface Meta {
@@ -127,7 +134,11 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     m.start = 0n;
     requests.inc({ verb: m.verb, resource: m.resource, code: String(code) });
     if (m.verb !== 'watch') latency.observe({ verb: m.verb, resource: m.resource }, seconds);
-    deps.log.info(
+    // Every write and every failure at info; successful reads (the bulk of the traffic,
+    // and what watch-heavy clients repeat all day) only at debug.
+    const quiet = code < 400 && (m.verb === 'get' || m.verb === 'list' || m.verb === 'watch');
+    if (quiet && !deps.log.isLevelEnabled('debug')) return;
+    deps.log[quiet ? 'debug' : 'info'](
       {
         verb: m.verb,
         resource: m.resource || undefined,
@@ -261,6 +272,10 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     const user = deps.authn.authenticate(req.raw);
     if (!user) throw unauthorized();
     meta.user = user.name;
+    if (!deps.serving()) {
+      reply.header('Retry-After', '1');
+      throw serviceUnavailable(`the apiserver is starting: ${deps.notServingReason()}`);
+    }
     const query = (req.query ?? {}) as Record<string, unknown>;
     const info = parseRequestInfo(req.method, path, query, deps.kinds);
     meta.verb = info.verb;
@@ -323,7 +338,7 @@ export function createServer(deps: ServerDeps): FastifyInstance {
         reply.hijack();
         await serveWatch(rest, def, info, ctx, watchTarget(req, reply, accept, query), {
           bookmarkIntervalMs: deps.bookmarkIntervalMs ?? 10_000,
-          maxTimeoutSeconds: 1800,
+          minRequestTimeoutSeconds: deps.minRequestTimeoutSeconds ?? 1800,
           openWatches,
         }).catch((err) => {
           if (!reply.raw.headersSent) {

@@ -8,13 +8,20 @@ import { parseResourceVersion, queryInt, queryString, type ResourceRequest } fro
 import type { Ctx, Rest } from './rest.js';
 import type { KObject } from './storage.js';
 import { type IncludeObject, tableColumns, tableRows } from './table.js';
-import { TooOldError, type WatchEvent } from './watchcache.js';
+import { type EventType, TooOldError, type WatchEvent } from './watchcache.js';
+
+/** Node's timers overflow past 2^31 ms (~24.8 days): a longer timeout would fire at once. */
+const MAX_TIMER_SECONDS = 2_000_000;
 
 export interface WatchOptions {
   /** How often BOOKMARK events go out to watchers that asked for them. */
   bookmarkIntervalMs: number;
-  /** The longest a watch stays open when the client gives no timeoutSeconds. */
-  maxTimeoutSeconds: number;
+  /**
+   * A watch without timeoutSeconds is closed after a random time between this and
+   * twice this, as Kubernetes' --min-request-timeout does: clients reconnect, and
+   * not all at once.
+   */
+  minRequestTimeoutSeconds: number;
   openWatches: Gauge<'resource'>;
 }
 
@@ -24,6 +31,39 @@ export interface WatchTarget {
   onClose(fn: () => void): void;
   /** Accept header said Table. */
   table: IncludeObject | undefined;
+}
+
+/**
+ * The wire line of one cached object as one kind's event type. Every watcher
+ * that receives the event gets the same object from the cache, so the line is
+ * serialised once and the same buffer is written to all of them: with a
+ * thousand watchers, JSON.stringify per watcher would dominate the fan-out.
+ * Keyed weakly on the object, so lines go when the cache drops the object.
+ */
+const eventLines = new WeakMap<KObject, Map<KindDef, Partial<Record<EventType, Buffer>>>>();
+
+export function sharedEventLine(
+  def: KindDef,
+  type: EventType,
+  object: KObject,
+  out: (o: KObject) => KObject,
+): Buffer {
+  let byDef = eventLines.get(object);
+  if (!byDef) {
+    byDef = new Map();
+    eventLines.set(object, byDef);
+  }
+  let byType = byDef.get(def);
+  if (!byType) {
+    byType = {};
+    byDef.set(def, byType);
+  }
+  let line = byType[type];
+  if (!line) {
+    line = Buffer.from(`${JSON.stringify({ type, object: out(object) })}\n`);
+    byType[type] = line;
+  }
+  return line;
 }
 
 /** Validates and opens a watch; writes events until timeout, close or overflow. */
@@ -55,20 +95,22 @@ export async function serveWatch(
   res.flushHeaders();
 
   let first = true;
-  const encode = (ev: WatchEvent): string => {
-    let object: unknown =
-      ev.type === 'ERROR' || ev.type === 'BOOKMARK' ? ev.object : rest.out(def, ev.object);
+  const encode = (ev: WatchEvent): Buffer => {
     if (target.table && (ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED')) {
-      object = {
+      const object = {
         kind: 'Table',
         apiVersion: 'meta.k8s.io/v1',
         metadata: { resourceVersion: String(ev.object.metadata?.resourceVersion ?? '') },
         columnDefinitions: first ? tableColumns(def) : [],
-        rows: tableRows(def, [object as KObject], target.table),
+        rows: tableRows(def, [rest.out(def, ev.object)], target.table),
       };
       first = false;
+      return Buffer.from(`${JSON.stringify({ type: ev.type, object })}\n`);
     }
-    return `${JSON.stringify({ type: ev.type, object })}\n`;
+    if (ev.type === 'ERROR' || ev.type === 'BOOKMARK') {
+      return Buffer.from(`${JSON.stringify({ type: ev.type, object: ev.object })}\n`);
+    }
+    return sharedEventLine(def, ev.type, ev.object, (o) => rest.out(def, o));
   };
 
   let sub: ReturnType<typeof cache.subscribe>;
@@ -98,7 +140,9 @@ export async function serveWatch(
   opts.openWatches.inc({ resource: def.resource });
   const timers: NodeJS.Timeout[] = [];
   const seconds =
-    timeout !== undefined && timeout > 0 ? Math.min(timeout, opts.maxTimeoutSeconds) : opts.maxTimeoutSeconds;
+    timeout !== undefined && timeout > 0
+      ? Math.min(timeout, MAX_TIMER_SECONDS)
+      : opts.minRequestTimeoutSeconds * (1 + Math.random());
   timers.push(setTimeout(() => sub.close('timeout'), seconds * 1000));
   if (bookmarks) {
     timers.push(
@@ -119,9 +163,10 @@ export async function serveWatch(
     while (!sub.closed) {
       const batch = await sub.next();
       if (batch.length === 0) continue;
-      const text = batch.map(encode).join('');
+      const lines = batch.map(encode);
+      const data = lines.length === 1 ? lines[0] : Buffer.concat(lines);
       if (res.destroyed) break;
-      if (!res.write(text)) {
+      if (!res.write(data)) {
         // The client reads slowly: wait for it, but never buffer more than the subscription allows.
         await new Promise<void>((resolve) => {
           const done = () => {

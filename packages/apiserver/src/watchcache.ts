@@ -147,7 +147,11 @@ export class WatchCache {
 
   /** Lists the prefix, then watches from the list's revision. */
   start(): Promise<void> {
-    this.readyPromise ??= this.load();
+    // A failed load (store down) is forgotten, so the next start() tries again.
+    this.readyPromise ??= this.load().catch((err: unknown) => {
+      this.readyPromise = undefined;
+      throw err;
+    });
     return this.readyPromise;
   }
 

@@ -38,8 +38,8 @@ function invalidMessage(e: StatusError): string {
   const d = e.status.details;
   const causes = d?.causes ?? [];
   if (!d || causes.length === 0) return `Error from server (Invalid): ${e.message}`;
-  const kind = d.group ? `${d.kind}.${d.group}` : d.kind;
-  const prefix = `The ${kind} "${d.name ?? ''}" is invalid: `;
+  // kubectl names the kind without its group here ("The Deployment "web" is invalid").
+  const prefix = `The ${d.kind} "${d.name ?? ''}" is invalid: `;
   const lines = causes.map((c) => (c.field ? `${c.field}: ${c.message ?? ''}` : (c.message ?? '')));
   if (lines.length === 1) return prefix + lines[0];
   return `${prefix}\n${lines.map((l) => `* ${l}`).join('\n')}`;

@@ -31,7 +31,10 @@ export const VERBS = [
   'create',
   'get',
   'describe',
+  'edit',
   'delete',
+  'scale',
+  'rollout',
   'logs',
   'wait',
   'label',
@@ -154,6 +157,52 @@ function buildProgram(
     .option('-o, --output <format>', 'name: print only resource/name')
     .action(runVerb('delete'));
 
+  addFileOptions(program.command('edit').description('edit a resource on the server in your editor'))
+    .argument('[args...]', 'TYPE NAME | TYPE/NAME')
+    .option('-o, --output <format>', 'edit as yaml (default) or json')
+    .action(runVerb('edit'));
+
+  addFileOptions(program.command('scale').description('set a new size for a deployment or replica set'))
+    .argument('[args...]', 'TYPE NAME ... | TYPE/NAME ...')
+    .option('--replicas <count>', 'the new number of replicas', int)
+    .option(
+      '--current-replicas <count>',
+      'only scale if the current size is this (-1: no condition)',
+      int,
+      -1,
+    )
+    .option('--resource-version <rv>', 'only scale if the resource version is this')
+    .option('-l, --selector <selector>', 'label selector')
+    .option('--all', 'every object of the type in the namespace')
+    .action(runVerb('scale'));
+
+  const rollout = program.command('rollout').description('manage the rollout of a deployment');
+  const rolloutCommand = (name: string, description: string) =>
+    addFileOptions(rollout.command(name).description(description))
+      .argument('[args...]', 'TYPE NAME | TYPE/NAME')
+      .option('-l, --selector <selector>', 'label selector');
+  rolloutCommand('status', 'show the status of the rollout, waiting until it finishes')
+    .addOption(
+      new Option('-w, --watch [bool]', 'watch until the rollout finishes').argParser(bool).default(true),
+    )
+    .option('--timeout <duration>', 'how long to wait (0: forever)', '0s')
+    .option('--revision <n>', 'pin to a revision for the status', int, 0)
+    .action(runVerb('rollout status'));
+  rolloutCommand('history', 'list the revisions of the rollout')
+    .option('--revision <n>', 'show the pod template of this revision', int, 0)
+    .option('-o, --output <format>', 'json|yaml|name|jsonpath=...')
+    .action(runVerb('rollout history'));
+  rolloutCommand('undo', 'roll back to a previous revision')
+    .option('--to-revision <n>', 'the revision to roll back to (0: the previous one)', int, 0)
+    .action(runVerb('rollout undo'));
+  rolloutCommand('restart', 'restart every pod of the deployment (a new rollout)').action(
+    runVerb('rollout restart'),
+  );
+  rolloutCommand('pause', 'pause the rollout (changes to the template wait)').action(
+    runVerb('rollout pause'),
+  );
+  rolloutCommand('resume', 'resume a paused rollout').action(runVerb('rollout resume'));
+
   program
     .command('logs')
     .description('print the logs of a container in a pod')
@@ -255,6 +304,10 @@ async function dispatch(verb: string, f: Factory, args: string[], opts: Opts): P
       return (await import('./commands/describe.js')).describe(f, args, opts);
     case 'delete':
       return (await import('./commands/delete.js')).del(f, args, opts);
+    case 'edit':
+      return (await import('./commands/edit.js')).edit(f, args, opts);
+    case 'scale':
+      return (await import('./commands/scale.js')).scale(f, args, opts);
     case 'logs':
       return (await import('./commands/logs.js')).logs(f, args, opts);
     case 'wait':
@@ -271,6 +324,10 @@ async function dispatch(verb: string, f: Factory, args: string[], opts: Opts): P
     case 'completion':
       return (await import('./commands/completion.js')).completion(f, args);
     default:
+      if (verb.startsWith('rollout ')) {
+        const m = await import('./commands/rollout.js');
+        return m.rollout(f, verb.slice(8) as (typeof m.ROLLOUT_SUBCOMMANDS)[number], args, opts);
+      }
       if (verb.startsWith('config '))
         return (await import('./commands/config.js')).config(f, verb.slice(7), args, opts);
       throw new CliError(`unknown verb ${verb}`);

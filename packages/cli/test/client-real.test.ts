@@ -3,7 +3,6 @@
 // surviving an apiserver restart (informer and `kubit get -w`).
 
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isAlreadyExists, isConflict, isNotFound, StatusError } from '@kubit/api';
 import {
@@ -18,14 +17,9 @@ import {
   resources,
   SharedInformerFactory,
 } from '@kubit/client';
-import {
-  type ControlPlane,
-  startControlPlane,
-  startProcess,
-  type TestProcess,
-  waitFor,
-} from '@kubit/testkit';
+import { type ControlPlane, startControlPlane, type TestProcess, waitFor } from '@kubit/testkit';
 import { kubit } from './helpers.js';
+import { restartApiserver } from './restart.js';
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 
@@ -222,30 +216,7 @@ describe('KubeClient on a real apiserver', () => {
       await new Promise((r) => setTimeout(r, 500));
 
       // Restart the apiserver on the same port with the same flags.
-      const [command, ...args] = cp.apiserver.child.spawnargs;
-      await cp.apiserver.stop();
-      restarted = startProcess({
-        name: 'kubit-apiserver-2',
-        command,
-        args,
-        env: { KUBIT_LOG_FORMAT: 'json' },
-        logFile: join(cp.logDir, 'apiserver-2.log'),
-      });
-      const probe = new KubeClient(client.config, { timeoutMs: 2000, retry: { maxRetries: 0 } });
-      try {
-        await waitFor(
-          'the restarted apiserver',
-          async () => {
-            if (!restarted?.running) throw new Error('the restarted apiserver exited (see apiserver-2.log)');
-            await probe.request({ method: 'GET', path: '/readyz' });
-            return true;
-          },
-          90_000,
-          200,
-        );
-      } finally {
-        probe.close();
-      }
+      restarted = await restartApiserver(cp);
 
       await client.create(resources.configmaps, cm('after-restart'));
       await waitFor(

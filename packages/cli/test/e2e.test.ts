@@ -167,12 +167,17 @@ describe('kubit against a real apiserver', () => {
     assert.equal(r.out, 'configmap/settings condition met\n');
     r = await k(['wait', '--for=condition=Ready', 'pod/web-1', '--timeout=1s']);
     assert.equal(r.code, 1);
-    assert.match(r.err, /waiting for pod\/web-1: Pending/);
-    assert.match(r.err, /error: timed out waiting for the condition on pods\/web-1/);
+    // Without a terminal, each state is one plain line, printed once.
+    assert.equal(
+      r.err,
+      'waiting for pod/web-1: Pending\nerror: timed out waiting for the condition on pods/web-1\n',
+    );
     // On a terminal the progress line is rewritten in place.
     r = await k(['wait', '--for=condition=Ready', 'pod/web-1', '--timeout=1s'], { isTTY: true });
     assert.equal(r.code, 1);
-    assert.ok(r.err.startsWith('\r\u001b[Kwaiting for pod/web-1: Pending'), JSON.stringify(r.err));
+    assert.ok(r.err.startsWith('\r\u001b[2Kwaiting for pod/web-1: Pending\n'), JSON.stringify(r.err));
+    assert.match(r.err, /\u001b\[1A\r\u001b\[2Kwaiting for pod\/web-1: Pending\n/, 'redrawn in place');
+    assert.match(r.err, /\u001b\[1A\r\u001b\[Jerror: timed out waiting for the condition on pods\/web-1\n$/);
     r = await k(['wait', '--for=delete', 'pod/nothing-here', '--timeout=1s']);
     assert.equal(r.code, 0);
   });

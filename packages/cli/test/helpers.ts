@@ -1,5 +1,8 @@
 // Running kubit in-process against a real control plane, capturing its output.
 
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { repoRoot } from '@kubit/testkit';
 import { run } from '../src/index.js';
 import type { IO } from '../src/io.js';
 
@@ -42,4 +45,68 @@ export async function kubit(args: string[], o: KubitOptions): Promise<Result> {
   };
   const code = await run(args, io);
   return { code, out, err };
+}
+
+/** The command line that runs kubit as its own process, from sources (as the test runner does). */
+export function kubitCommand(): { command: string; args: string[] } {
+  return {
+    command: process.execPath,
+    args: [
+      '--conditions=kubit-source',
+      '--import',
+      'tsx',
+      join(repoRoot, 'packages', 'cli', 'src', 'main.ts'),
+    ],
+  };
+}
+
+/** Runs kubit as a real process; resolves with its exit code and output. */
+export function kubitProcess(args: string[], env: NodeJS.ProcessEnv, stdin = ''): Promise<Result> {
+  const cmd = kubitCommand();
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd.command, [...cmd.args, ...args], {
+      cwd: repoRoot,
+      env: { PATH: process.env.PATH, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => {
+      out += s;
+    });
+    child.stderr.setEncoding('utf8').on('data', (s: string) => {
+      err += s;
+    });
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code: code ?? -1, out, err }));
+    child.stdin.end(stdin);
+  });
+}
+
+const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/**
+ * Runs kubit as a real process on a pseudo-terminal (util-linux `script`), so
+ * its stdout is a TTY; resolves with everything the terminal received.
+ */
+export function kubitInTerminal(args: string[], env: NodeJS.ProcessEnv): Promise<Result> {
+  const cmd = kubitCommand();
+  const line = [cmd.command, ...cmd.args, ...args].map(shellQuote).join(' ');
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qfec', line, '/dev/null'], {
+      cwd: repoRoot,
+      env: { PATH: process.env.PATH, TERM: 'xterm', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => {
+      out += s;
+    });
+    child.stderr.setEncoding('utf8').on('data', (s: string) => {
+      err += s;
+    });
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code: code ?? -1, out, err }));
+  });
 }

@@ -2,10 +2,15 @@
 // Measures the one-machine cluster on a built tree:
 //   - how long `up` takes until every node is Ready: the first up (PKI, images)
 //     and a resume (up after down, the README's everyday case), each run N times;
-//   - the idle resident memory of the control plane (store members, apiserver,
-//     scheduler, controller manager) and of the node processes, from /proc/<pid>/status.
+//   - the idle memory of the control plane (store members, apiserver,
+//     scheduler, controller manager) and of the node processes: the sum of each
+//     process's VmRSS, and the sum of their PSS (/proc/<pid>/smaps_rollup), which
+//     counts pages the processes share (node's own binary, about 34 MiB of each
+//     one's RSS) once, as `smem` does: the memory the cluster really takes;
+//   - with --compare-unbundled, the resumes once more with KUBIT_NO_BUNDLE=1
+//     (daemons loaded from their module graphs instead of scripts/bundle.mjs's bundles).
 // Uses its own state dir and free ports, so it never touches .kubit/.
-//   node packages/cluster/dist/src/bench.js [--runs N] [--idle-seconds S] [--nodes N]
+//   node packages/cluster/dist/src/bench.js [--runs N] [--idle-seconds S] [--nodes N] [--compare-unbundled]
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -23,11 +28,11 @@ function flag(name: string, fallback: number): number {
   return v;
 }
 
-function launch(args: string[]): Promise<{ ms: number; out: string }> {
+function launch(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<{ ms: number; out: string }> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     // Built daemons: a benchmark measures what a person runs.
-    const env = { ...process.env };
+    const env = { ...process.env, ...extraEnv };
     delete env.KUBIT_SOURCE;
     const child = spawn(process.execPath, [launcher, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -68,6 +73,12 @@ function rssMiB(pid: number): number {
   return m ? Number(m[1]) / 1024 : 0;
 }
 
+/** Proportional set size: private pages plus each shared page divided by the processes sharing it. */
+function pssMiB(pid: number): number {
+  const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : 0;
+}
+
 function pids(stateDir: string): Map<string, number> {
   const run = join(stateDir, 'run');
   return new Map(
@@ -93,6 +104,7 @@ async function main(): Promise<void> {
   const runs = flag('--runs', 3);
   const idleSeconds = flag('--idle-seconds', 20);
   const nodes = flag('--nodes', 2);
+  const compareUnbundled = process.argv.includes('--compare-unbundled');
   const stateDir = await mkdtemp(join(tmpdir(), 'kubit-bench-'));
   const common = ['--state-dir', stateDir];
   try {
@@ -111,22 +123,30 @@ async function main(): Promise<void> {
 
     process.stderr.write(`idle for ${idleSeconds} s...\n`);
     await new Promise((r) => setTimeout(r, idleSeconds * 1000));
-    const rss = [...pids(stateDir)].map(([name, pid]) => [name, rssMiB(pid)] as const);
+    const procs = [...pids(stateDir)];
+    const rss = procs.map(([name, pid]) => [name, rssMiB(pid)] as const);
+    const pss = new Map(procs.map(([name, pid]) => [name, pssMiB(pid)] as const));
 
-    const resumes: { wall: number; reported: number; phases: [string, number][] }[] = [];
-    for (let i = 0; i < runs; i++) {
-      await launch(['down', ...common]);
-      const r = await launch(['up', ...common]);
-      resumes.push({ wall: r.ms, reported: reportedMs(r.out), phases: phasesOf(r.out) });
-      process.stderr.write(`resume ${i + 1}: ${fmt(r.ms)}\n`);
-    }
+    const resumeRuns = async (env: NodeJS.ProcessEnv, label: string) => {
+      const out: { wall: number; reported: number; phases: [string, number][] }[] = [];
+      for (let i = 0; i < runs; i++) {
+        await launch(['down', ...common], env);
+        const r = await launch(['up', ...common], env);
+        out.push({ wall: r.ms, reported: reportedMs(r.out), phases: phasesOf(r.out) });
+        process.stderr.write(`${label} ${i + 1}: ${fmt(r.ms)}\n`);
+      }
+      return out;
+    };
+    const resumes = await resumeRuns({}, 'resume');
+    const unbundled = compareUnbundled ? await resumeRuns({ KUBIT_NO_BUNDLE: '1' }, 'resume, unbundled') : [];
     const again = await launch(['up', ...common]);
 
-    const controlPlane = rss.filter(([n]) =>
-      /^kubit-(store-\d+|apiserver|scheduler|controller-manager)$/.test(n),
-    );
-    const nodeSide = rss.filter(([n]) => !controlPlane.some(([c]) => c === n));
+    const isControlPlane = (n: string) =>
+      /^kubit-(store-\d+|apiserver|scheduler|controller-manager)$/.test(n);
+    const controlPlane = rss.filter(([n]) => isControlPlane(n));
+    const nodeSide = rss.filter(([n]) => !isControlPlane(n));
     const sum = (xs: (readonly [string, number])[]) => xs.reduce((a, [, v]) => a + v, 0);
+    const pssOf = (xs: (readonly [string, number])[]) => xs.reduce((a, [n]) => a + (pss.get(n) ?? 0), 0);
     const phaseNames = resumes[0]?.phases.map(([n]) => n) ?? [];
     const phaseRows = phaseNames.map((name) => {
       const ms = resumes.map((r) => r.phases.find(([n]) => n === name)?.[1] ?? 0);
@@ -143,13 +163,19 @@ async function main(): Promise<void> {
       `| resume (up after down) until nodes Ready, wall, median of ${runs} | ${fmt(median(resumes.map((r) => r.wall)))} | ≤ 5 s |`,
       `| resume, as the launcher reports it (without node's own start), median | ${fmt(median(resumes.map((r) => r.reported)))} | |`,
       ...phaseRows,
+      ...(unbundled.length > 0
+        ? [
+            `| resume with KUBIT_NO_BUNDLE=1 (module graphs, not bundles), wall, median of ${runs} | ${fmt(median(unbundled.map((r) => r.wall)))} | |`,
+          ]
+        : []),
       `| up while already running (health check only), wall | ${fmt(again.ms)} | |`,
-      `| control plane idle RSS (3 store members, apiserver, scheduler, controller manager) | ${sum(controlPlane).toFixed(0)} MiB | ≤ 250 MB |`,
-      `| node side idle RSS (containerd, kubelets, registry) | ${sum(nodeSide).toFixed(0)} MiB | |`,
+      `| control plane idle memory, PSS sum (shared pages once) | ${pssOf(controlPlane).toFixed(0)} MiB | ≤ 250 MB |`,
+      `| control plane idle memory, VmRSS sum (node's binary counted in each process) | ${sum(controlPlane).toFixed(0)} MiB | |`,
+      `| node side idle memory (containerd, kubelets, registry), PSS / VmRSS sum | ${pssOf(nodeSide).toFixed(0)} / ${sum(nodeSide).toFixed(0)} MiB | |`,
       '',
-      '| process | idle RSS |',
-      '| --- | --- |',
-      ...rss.map(([n, v]) => `| ${n} | ${v.toFixed(1)} MiB |`),
+      '| process | idle PSS | idle VmRSS |',
+      '| --- | --- | --- |',
+      ...rss.map(([n, v]) => `| ${n} | ${(pss.get(n) ?? 0).toFixed(1)} MiB | ${v.toFixed(1)} MiB |`),
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {

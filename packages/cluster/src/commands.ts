@@ -1,6 +1,9 @@
-// The command line of every process the launcher supervises. Pure: the same
+// The command line of every process the launcher supervises. Pure but for a
+// look at which build exists (freshBundle, from @kubit/daemon): the same
 // lines go into deploy/systemd's units, so what `up` runs is what a host runs.
+
 import { join } from 'node:path';
+import { freshBundle } from '@kubit/daemon';
 import type { ClusterPorts, ClusterSettings } from './config.js';
 import type { ClusterLayout, NodeLayout } from './layout.js';
 
@@ -45,10 +48,8 @@ export function daemon(runner: DaemonRunner, pkg: string): { command: string; ar
       ],
     };
   }
-  return {
-    command: runner.nodePath,
-    args: [join(runner.repoRoot, 'packages', pkg, 'dist', 'src', 'main.js')],
-  };
+  const built = join(runner.repoRoot, 'packages', pkg, 'dist', 'src', 'main.js');
+  return { command: runner.nodePath, args: [freshBundle(built) ?? built] };
 }
 
 function pki(layout: ClusterLayout, name: string): { cert: string; key: string } {

@@ -27,7 +27,7 @@ function checkArg(arg: string): string {
 
 /** The flags of a command, without the program (and, for daemons, without node and the script). */
 export function envFileText(cmd: Command, runner: DaemonRunner): string {
-  const script = cmd.args.findIndex((a) => a.endsWith('/main.js') || a.endsWith('/main.ts'));
+  const script = cmd.args.findIndex((a) => /\/main\.(js|ts|bundle\.mjs)$/.test(a));
   const flags = cmd.command === runner.nodePath && script >= 0 ? cmd.args.slice(script + 1) : cmd.args;
   return [
     `# ${cmd.name}: written by the Kubit launcher (env-files); the unit supplies the program.`,

@@ -33,7 +33,7 @@ async function writeCliWrapper(stateDir: string, repoRoot: string): Promise<stri
   const file = join(bin, 'kubit');
   await writeFile(
     file,
-    `#!/bin/sh\nexec node ${join(repoRoot, 'packages', 'cli', 'dist', 'src', 'main.js')} "$@"\n`,
+    `#!/bin/sh\nexec node ${join(repoRoot, 'packages', 'cli', 'dist', 'src', 'kubit.js')} "$@"\n`,
   );
   await chmod(file, 0o755);
   return bin;

@@ -5,6 +5,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { freshBundle } from '@kubit/daemon';
 import { parseArgs } from '../src/args.js';
 import {
   apiserverCommand,
@@ -185,7 +186,12 @@ describe('command lines', () => {
     );
     assert.ok(stores[0].args.includes('--client-cert-auth'));
     assert.ok(stores[0].args.includes('--data-dir=/var/lib/kubit-state/store/store-1'));
-    assert.equal(stores[0].args[0], join(repoRoot, 'packages/store/dist/src/main.js'));
+    const built = join(repoRoot, 'packages/store/dist/src/main.js');
+    assert.equal(
+      stores[0].args[0],
+      freshBundle(built) ?? built,
+      'the built daemon, bundled when the bundle is fresh',
+    );
   });
 
   it('points the apiserver at every member and the controller manager at node IPAM', () => {
@@ -241,6 +247,38 @@ describe('command lines', () => {
     const spaced = schedulerCommand(clusterLayout('/a b', 1), ports, runner);
     assert.throws(() => envFileText(spaced, runner), /whitespace/);
   });
+});
+
+describe('daemon bundles (scripts/bundle.mjs, part of pnpm build)', () => {
+  // The launcher runs these when fresh: a bundle that cannot load its dependencies
+  // (a package left outside it that Node cannot resolve from there, say) must fail here.
+  for (const [pkg, entry, usage] of [
+    ['store', 'main', 'kubit-store'],
+    ['apiserver', 'main', 'kubit-apiserver'],
+    ['scheduler', 'main', 'kubit-scheduler'],
+    ['controllers', 'main', 'kubit-controller-manager'],
+    ['kubelet', 'main', 'kubit-kubelet'],
+    ['kubelet', 'hollow', 'kubit-hollow'],
+  ]) {
+    it(`${pkg}/dist/src/${entry}.bundle.mjs is fresh and loads`, async () => {
+      const built = join(repoRoot, 'packages', pkg, 'dist', 'src', `${entry}.js`);
+      const bundle = freshBundle(built);
+      assert.ok(bundle, `no fresh bundle beside ${built}: run pnpm build`);
+      const out = await new Promise<string>((res, rej) => {
+        const child = spawn(process.execPath, [bundle, '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let text = '';
+        child.stdout.on('data', (c: Buffer) => {
+          text += c;
+        });
+        child.stderr.on('data', (c: Buffer) => {
+          text += c;
+        });
+        child.once('error', rej);
+        child.once('exit', (code) => (code === 0 ? res(text) : rej(new Error(`exit ${code}:\n${text}`))));
+      });
+      assert.match(out, new RegExp(`^Usage: ${usage} `));
+    });
+  }
 });
 
 describe('daemon environment and systemd units', () => {

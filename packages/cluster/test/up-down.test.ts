@@ -1,8 +1,14 @@
+// kubit-test: serial
 // The whole one-machine cluster, as a person runs it: the launcher brings up a
 // 3-member store, the apiserver, scheduler, controller manager and two nodes
-// (each its own containerd and pod subnet) in a temporary state dir; the real
-// kubectl runs nginx on it; a pod on the other node reaches it by its pod IP;
-// down and up resume it with the pod; then down stops every process by PID.
+// (each its own containerd and pod subnet) in a temporary state dir. The
+// issue's manifest (examples/pod.yaml), applied unchanged with `kubit apply -f`,
+// runs nginx with a pod IP that answers the host and a pod on the other node;
+// its events come in the order users know; kill -9 of the store leader, the
+// apiserver, the scheduler and a kubelet while pods are being created leaves
+// every pod Running exactly once; down and up resume the cluster with its
+// pods; `kubit delete` removes the pod and its containers; down stops every
+// process by PID.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -11,7 +17,7 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -24,12 +30,15 @@ const missing = [
   '/usr/lib/cni/bridge',
   '/usr/bin/kubectl',
 ].filter((f) => !existsSync(f));
-const skip =
+// A missing prerequisite is a failure, not a skip: ./scripts/test installs them all.
+const prerequisitesProblem =
   process.getuid?.() !== 0
-    ? 'needs root (containerd, CNI)'
+    ? 'the cluster end-to-end test needs root (containerd, CNI)'
     : missing.length > 0
-      ? `missing ${missing.join(', ')}`
-      : false;
+      ? `the cluster end-to-end test needs ${missing.join(', ')} (installed by ./scripts/test)`
+      : undefined;
+const cli = join(repoRoot, 'packages', 'cli', 'src', 'main.ts');
+const manifest = join(repoRoot, 'examples', 'pod.yaml');
 
 /** Runs the launcher from its sources (it then runs the daemons from theirs: KUBIT_SOURCE=1). */
 function launch(args: string[], timeoutMs: number): Promise<{ code: number | null; out: string }> {
@@ -116,25 +125,26 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
   throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ''}`);
 }
 
-// The manifest of issue 9.
-const NGINX_POD = `apiVersion: v1
+/** `busybox sleep` pods for the resilience run, one per name. */
+function sleeperPod(name: string): string {
+  return `apiVersion: v1
 kind: Pod
 metadata:
-  name: web
+  name: ${name}
+  labels:
+    app: resilience
 spec:
+  terminationGracePeriodSeconds: 1
   containers:
-  - name: nginx
-    image: nginx:latest
-    ports:
-    - containerPort: 80
+  - name: sleep
+    image: busybox:latest
+    command: ["sleep", "3600"]
     resources:
       requests:
-        cpu: 100m
-        memory: 64Mi
-      limits:
-        cpu: 500m
-        memory: 128Mi
+        cpu: 10m
+        memory: 8Mi
 `;
+}
 
 function clientPod(node: string, ip: string): string {
   return `apiVersion: v1
@@ -151,26 +161,57 @@ spec:
 `;
 }
 
-describe('./scripts/up and ./scripts/down', { skip, timeout: 420_000 }, () => {
+describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
   let stateDir = '';
   let kubeconfig = '';
-  const kubectl = async (args: string[], input?: string): Promise<string> => {
-    if (input === undefined) return (await run('kubectl', ['--kubeconfig', kubeconfig, ...args])).stdout;
-    return new Promise((res, rej) => {
-      const child = execFile('kubectl', ['--kubeconfig', kubeconfig, ...args], (err, stdout, stderr) =>
-        err ? rej(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)) : res(stdout),
+  let offset = 0;
+  let upArgs: string[] = [];
+  /** Runs a command-line tool with the cluster's admin kubeconfig; rejects with its stderr. */
+  const tool = (program: string, prefix: string[], args: string[], input?: string): Promise<string> =>
+    new Promise((res, rej) => {
+      const child = execFile(
+        program,
+        [...prefix, '--kubeconfig', kubeconfig, ...args],
+        { cwd: repoRoot, env: { ...process.env, KUBIT_SOURCE: '1', NO_COLOR: '1' }, maxBuffer: 16 << 20 },
+        (err, stdout, stderr) =>
+          err ? rej(new Error(`${program} ${args.join(' ')}: ${stderr || err.message}`)) : res(stdout),
       );
-      child.stdin?.end(input);
+      child.stdin?.end(input ?? '');
     });
+  const kubectl = (args: string[], input?: string) => tool('kubectl', [], args, input);
+  const kubit = (args: string[], input?: string) =>
+    tool(process.execPath, ['--conditions=kubit-source', '--import', 'tsx', cli], args, input);
+  const pidOf = (name: string) => Number(readFileSync(join(stateDir, 'run', `${name}.pid`), 'utf8'));
+  /** Containers (not sandboxes) containerd holds for a pod on a node, by the kubelet's labels. */
+  const containersOf = async (node: string, pod: string): Promise<string[]> => {
+    const socket = join(stateDir, 'nodes', node, 'containerd.sock');
+    const { stdout } = await run('ctr', [
+      '--address',
+      socket,
+      '-n',
+      'k8s.io',
+      'containers',
+      'ls',
+      '-q',
+      // One filter: conditions joined by commas must all hold (separate filters would be ORed).
+      `labels."io.kubernetes.pod.name"==${pod},labels."io.cri-containerd.kind"==container`,
+    ]);
+    return stdout.split('\n').filter(Boolean);
   };
 
   before(async () => {
+    if (prerequisitesProblem) throw new Error(prerequisitesProblem);
     stateDir = await mkdtemp(join(tmpdir(), 'kubit-up-'));
     kubeconfig = join(stateDir, 'kubeconfig');
   });
 
   after(async () => {
     if (!stateDir) return;
+    // KUBIT_KEEP_CLUSTER=1 leaves the cluster running for a post-mortem (stop it with down --purge --state-dir).
+    if (process.env.KUBIT_KEEP_CLUSTER === '1') {
+      process.stderr.write(`kept the test cluster in ${stateDir}\n`);
+      return;
+    }
     if (existsSync(join(stateDir, 'cluster.json'))) {
       const r = await launch(['down', '--purge', '--state-dir', stateDir], 120_000);
       if (r.code !== 0) process.stderr.write(`down --purge in clean-up failed:\n${r.out}\n`);
@@ -178,10 +219,25 @@ describe('./scripts/up and ./scripts/down', { skip, timeout: 420_000 }, () => {
     await rm(stateDir, { recursive: true, force: true });
   });
 
-  it('starts two Ready nodes, runs nginx reachable across nodes, resumes, and stops every process', async (t) => {
-    const offset = await freeOffset();
-    const cidr = await freeClusterCidr();
-    const upArgs = [
+  let podCidrs: string[][] = [];
+  let cidr = '';
+  /** Each step builds on the one before: once one fails, the rest fail at once instead of waiting out their timeouts. */
+  let failedStep: string | undefined;
+  const step = (name: string, fn: (t: TestContext) => Promise<void>) =>
+    it(name, async (t) => {
+      if (failedStep) throw new Error(`not run: an earlier step failed (${failedStep})`);
+      try {
+        await fn(t);
+      } catch (err) {
+        failedStep = name;
+        throw err;
+      }
+    });
+
+  step('up starts two Ready nodes with pod subnets from the cluster CIDR', async (t) => {
+    offset = await freeOffset();
+    cidr = await freeClusterCidr();
+    upArgs = [
       '--state-dir',
       stateDir,
       '--nodes',
@@ -203,7 +259,7 @@ describe('./scripts/up and ./scripts/down', { skip, timeout: 420_000 }, () => {
       '-o',
       'jsonpath={range .items[*]}{.metadata.name} {.spec.podCIDR}{"\\n"}{end}',
     ]);
-    const podCidrs = nodes
+    podCidrs = nodes
       .trim()
       .split('\n')
       .map((l) => l.split(' '));
@@ -213,65 +269,197 @@ describe('./scripts/up and ./scripts/down', { skip, timeout: 420_000 }, () => {
     );
     for (const [, c] of podCidrs)
       assert.ok(c?.startsWith(cidr.split('.').slice(0, 2).join('.')), `podCIDR ${c} in ${cidr}`);
+  });
 
-    await kubectl(['apply', '-f', '-'], NGINX_POD);
-    const [ip, node] = await waitFor(
-      'pod web to run with an IP',
+  let appIp = '';
+  let appNode = '';
+
+  step(
+    'kubit apply -f examples/pod.yaml: Running with a pod IP that answers the host and the other node',
+    async () => {
+      assert.equal(
+        (await kubit(['apply', '-f', manifest])).trim(),
+        'pod/my-application created',
+        'the manifest of issue 9, unchanged',
+      );
+      [appIp, appNode] = await waitFor(
+        'my-application to run with an IP',
+        async () => {
+          const out = await kubit([
+            'get',
+            'pod',
+            'my-application',
+            '-o',
+            'jsonpath={.status.phase} {.status.podIP} {.spec.nodeName}',
+          ]);
+          const [phase, podIp, nodeName] = out.trim().split(' ');
+          return phase === 'Running' && podIp ? [podIp, nodeName] : undefined;
+        },
+        150_000,
+      );
+      const nodeCidr = podCidrs.find(([n]) => n === appNode)?.[1] ?? '';
+      assert.ok(
+        appIp.startsWith(nodeCidr.split('.').slice(0, 3).join('.')),
+        `pod IP ${appIp} is in ${appNode}'s ${nodeCidr}`,
+      );
+      const res = await waitFor('nginx to answer the host', () => httpGet(`http://${appIp}/`), 30_000);
+      assert.equal(res.status, 200);
+      assert.match(res.body, /Welcome to nginx/);
+
+      // `kubit logs` shows nginx's access line for that request.
+      const logs = await waitFor(
+        'the access line in kubit logs',
+        async () => {
+          const l = await kubit(['logs', 'my-application']);
+          return /"GET \/ HTTP\/1\.1" 200/.test(l) ? l : undefined;
+        },
+        30_000,
+      );
+      assert.match(logs, /GET \/ HTTP\/1\.1/);
+
+      // A pod on the other node reaches nginx by its pod IP (the host routes between the node bridges).
+      const other = appNode === 'node-1' ? 'node-2' : 'node-1';
+      await kubit(['apply', '-f', '-'], clientPod(other, appIp));
+      const phase = await waitFor(
+        'the client pod to finish',
+        async () => {
+          const p = (await kubit(['get', 'pod', 'client', '-o', 'jsonpath={.status.phase}'])).trim();
+          return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+        },
+        120_000,
+      );
+      assert.equal(phase, 'Succeeded', await kubit(['logs', 'client']).catch((e: Error) => e.message));
+      assert.match(await kubit(['logs', 'client']), /Welcome to nginx/);
+    },
+  );
+
+  step('kubit describe pod lists Scheduled, Pulling, Pulled, Created and Started in that order', async () => {
+    const order = ['Scheduled', 'Pulling', 'Pulled', 'Created', 'Started'];
+    const described = await waitFor(
+      'the five events in kubit describe',
       async () => {
-        const out = await kubectl([
-          'get',
-          'pod',
-          'web',
-          '-o',
-          'jsonpath={.status.phase} {.status.podIP} {.spec.nodeName}',
-        ]);
-        const [phase, podIp, nodeName] = out.trim().split(' ');
-        return phase === 'Running' && podIp ? [podIp, nodeName] : undefined;
-      },
-      150_000,
-    );
-    const nodeCidr = podCidrs.find(([n]) => n === node)?.[1] ?? '';
-    assert.ok(
-      ip.startsWith(nodeCidr.split('.').slice(0, 3).join('.')),
-      `pod IP ${ip} is in ${node}'s ${nodeCidr}`,
-    );
-    const res = await waitFor('nginx to answer', () => httpGet(`http://${ip}/`), 30_000);
-    assert.equal(res.status, 200);
-    const logs = await waitFor(
-      'the access line in kubectl logs',
-      async () => {
-        const l = await kubectl(['logs', 'web']);
-        return /"GET \/ HTTP\/1\.1" 200/.test(l) ? l : undefined;
+        const out = await kubit(['describe', 'pod', 'my-application']);
+        const events = out.slice(out.indexOf('\nEvents:'));
+        return order.every((r) => new RegExp(`\\b${r}\\b`).test(events)) ? events : undefined;
       },
       30_000,
     );
-    assert.match(logs, /GET \/ HTTP\/1\.1/);
+    const reasons = described
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/)[1])
+      .filter((r) => order.includes(r));
+    assert.deepEqual(reasons, order, described);
+    assert.match(described, new RegExp(`Successfully assigned default/my-application to ${appNode}`));
+    assert.match(described, /Pulling image "nginx:latest"/);
+  });
 
-    // A pod on the other node reaches nginx by its pod IP (the host routes between the node bridges).
-    const other = node === 'node-1' ? 'node-2' : 'node-1';
-    await kubectl(['apply', '-f', '-'], clientPod(other, ip));
-    const phase = await waitFor(
-      'the client pod to finish',
-      async () => {
-        const p = (await kubectl(['get', 'pod', 'client', '-o', 'jsonpath={.status.phase}'])).trim();
-        return p === 'Succeeded' || p === 'Failed' ? p : undefined;
-      },
-      120_000,
-    );
-    assert.equal(phase, 'Succeeded', await kubectl(['logs', 'client']).catch((e: Error) => e.message));
-    assert.match(await kubectl(['logs', 'client']), /Welcome to nginx/);
+  step(
+    'kill -9 of the store leader, the apiserver, the scheduler and a kubelet while pods are created: each pod runs exactly once',
+    async (t) => {
+      const names = Array.from({ length: 12 }, (_, i) => `sleeper-${i}`);
+      const victims = async (): Promise<string[]> => {
+        // The leader is whichever member says so on its metrics port (etcd's own gauge).
+        const leaders: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          const metrics = await httpGet(`http://127.0.0.1:${offset + 2381 + 10 * i}/metrics`);
+          if (/^etcd_server_is_leader 1$/m.test(metrics.body)) leaders.push(`kubit-store-${i + 1}`);
+        }
+        assert.equal(leaders.length, 1, `exactly one store leader: ${leaders.join(', ')}`);
+        return [leaders[0], 'kubit-apiserver', 'kubit-scheduler', 'kubit-kubelet-node-2'];
+      };
+      const order = await victims();
+      let created = 0;
+      const createAll = (async () => {
+        for (const name of names) {
+          // A create that failed while the apiserver was down is tried again; "AlreadyExists" means it landed.
+          await waitFor(
+            `create ${name}`,
+            async () => {
+              try {
+                await kubit(['create', '-f', '-'], sleeperPod(name));
+              } catch (err) {
+                if (!/AlreadyExists|already exists/.test((err as Error).message)) throw err;
+              }
+              return true;
+            },
+            180_000,
+          );
+          created++;
+        }
+      })();
+      for (const victim of order) {
+        // Wait for a pod or two to be created between kills, so every kill lands mid-stream.
+        const target = Math.min(names.length, created + 2);
+        await waitFor(`${target} pods created`, async () => (created >= target ? true : undefined), 180_000);
+        const pid = pidOf(victim);
+        process.kill(pid, 'SIGKILL');
+        t.diagnostic(`killed ${victim} (pid ${pid}) after ${created} creates`);
+        await waitFor(
+          `${victim} to die`,
+          async () => (existsSync(`/proc/${pid}/cmdline`) ? undefined : true),
+          10_000,
+        );
+        // ./scripts/up again restarts what is not running, and nothing else.
+        const again = await launch(['up', ...upArgs, '--timeout', '180'], 300_000);
+        assert.equal(again.code, 0, `up after killing ${victim} failed:\n${again.out}`);
+        assert.notEqual(pidOf(victim), pid, `${victim} runs again under a new PID`);
+      }
+      await createAll;
 
-    // down then up resumes the same cluster: same store, nodes and pod; the kubelet runs the pod again.
+      let lastSeen = '';
+      const running = await waitFor(
+        'every sleeper to be Running',
+        async () => {
+          const out = await kubit([
+            'get',
+            'pods',
+            '-l',
+            'app=resilience',
+            '-o',
+            'jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.spec.nodeName} {.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].state.waiting.reason}{"\\n"}{end}',
+          ]);
+          lastSeen = out;
+          const rows = out
+            .trim()
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => l.split(' '));
+          return rows.length === names.length && rows.every((r) => r[1] === 'Running') ? rows : undefined;
+        },
+        240_000,
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; the pods (name phase node restarts waiting-reason):\n${lastSeen}`);
+      });
+      assert.deepEqual(running.map((r) => r[0]).sort(), [...names].sort());
+      for (const [name, , node, restarts] of running) {
+        assert.equal(restarts, '0', `${name} was never restarted`);
+        // Exactly one container on the node it is bound to, none on the other.
+        assert.equal((await containersOf(node, name)).length, 1, `${name}: one container on ${node}`);
+        const other = node === 'node-1' ? 'node-2' : 'node-1';
+        assert.deepEqual(await containersOf(other, name), [], `${name}: nothing on ${other}`);
+      }
+      await kubit(['delete', 'pods', '-l', 'app=resilience', '--wait=false']);
+    },
+  );
+
+  step('down then up resumes the same cluster with its pod', async (t) => {
     const firstDown = await launch(['down', '--state-dir', stateDir], 120_000);
     assert.equal(firstDown.code, 0, `down failed:\n${firstDown.out}`);
     const resume = await launch(['up', '--state-dir', stateDir, '--timeout', '180'], 300_000);
     assert.equal(resume.code, 0, `resume failed:\n${resume.out}`);
     t.diagnostic(resume.out.trim());
     assert.match(resume.out, /started 11 processes/);
+    const nodeCidr = podCidrs.find(([n]) => n === appNode)?.[1] ?? '';
     const ipAgain = await waitFor(
-      'pod web to run again after the resume',
+      'my-application to run again after the resume',
       async () => {
-        const out = await kubectl(['get', 'pod', 'web', '-o', 'jsonpath={.status.phase} {.status.podIP}']);
+        const out = await kubit([
+          'get',
+          'pod',
+          'my-application',
+          '-o',
+          'jsonpath={.status.phase} {.status.podIP}',
+        ]);
         const [p, podIp] = out.trim().split(' ');
         if (p !== 'Running' || !podIp) return undefined;
         return (await httpGet(`http://${podIp}/`)).status === 200 ? podIp : undefined;
@@ -279,11 +467,22 @@ describe('./scripts/up and ./scripts/down', { skip, timeout: 420_000 }, () => {
       150_000,
     );
     assert.ok(ipAgain.startsWith(nodeCidr.split('.').slice(0, 3).join('.')), `${ipAgain} in ${nodeCidr}`);
+  });
 
-    await kubectl(['delete', 'pod', 'web', 'client', '--wait=false']);
+  step('kubit delete pod removes the pod and its containers; down stops every process by PID', async () => {
+    assert.ok((await containersOf(appNode, 'my-application')).length > 0, 'nginx has a container before');
+    const deleted = await kubit(['delete', 'pod', 'my-application']);
+    assert.match(deleted, /pod "my-application" deleted/);
+    await assert.rejects(kubit(['get', 'pod', 'my-application']), /NotFound|not found/);
+    await waitFor(
+      'the containers of my-application to be removed',
+      async () => ((await containersOf(appNode, 'my-application')).length === 0 ? true : undefined),
+      60_000,
+    );
+    await kubit(['delete', 'pod', 'client', '--wait=false']);
     await waitFor(
       'the pods to be gone',
-      async () => ((await kubectl(['get', 'pods', '-o', 'name'])).trim() === '' ? true : undefined),
+      async () => ((await kubit(['get', 'pods', '-o', 'name'])).trim() === '' ? true : undefined),
       120_000,
     );
 

@@ -1,7 +1,7 @@
 // The port every controller talks through: the verbs of the Kubernetes REST API
 // the controllers need. The daemon implements it over @kubit/client; unit tests
 // use the in-memory FakeCluster.
-import type { ResourceRef } from './resources.js';
+import type { ResourceRef } from '@kubit/client';
 import type { DeleteOptions, KObject } from './types.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';

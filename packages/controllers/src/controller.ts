@@ -1,11 +1,12 @@
 // What every controller is: informers that feed keys into a work queue, and a
 // reconcile(key) that makes the world match the object named by the key.
+
+import type { RateLimitingQueue } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
-import type { WorkQueue } from './workqueue.js';
 
 export interface Controller {
   readonly name: string;
-  readonly queue: WorkQueue;
+  readonly queue: RateLimitingQueue<string>;
   /** Brings the object named by `key` to its desired state. Throwing retries with backoff. */
   reconcile(key: string): Promise<void>;
   /** Periodic work outside the queue (node monitoring). */

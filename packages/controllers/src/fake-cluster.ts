@@ -5,8 +5,8 @@
 // be held back to play a slow watch. For unit tests of controller logic only.
 import { randomUUID } from 'node:crypto';
 import { alreadyExists, conflict, notFound } from '@kubit/api';
+import { apiVersionOf, type ResourceRef } from '@kubit/client';
 import type { Cluster, ListResult, WatchEvent, WatchHandle, WatchOptions } from './cluster.js';
-import { apiVersionOf, type ResourceRef } from './resources.js';
 import type { DeleteOptions, KObject, Namespace, ObjectMeta } from './types.js';
 
 /** The server owns these fields; the types mark them read-only for clients. */
@@ -93,7 +93,7 @@ export class FakeCluster implements Cluster {
     this.watchers.add(w);
     const from = Number(opts.resourceVersion);
     for (const h of this.history) {
-      if (h.rv > from && h.r === r) this.deliver(w, h.ev);
+      if (h.rv > from && sameResource(h.r, r)) this.deliver(w, h.ev);
     }
     return {
       stop: () => {
@@ -258,7 +258,7 @@ export class FakeCluster implements Cluster {
 
   private emit(r: ResourceRef, ev: WatchEvent): void {
     this.history.push({ rv: this.rv, r, ev });
-    for (const w of this.watchers) if (w.r === r) this.deliver(w, ev);
+    for (const w of this.watchers) if (sameResource(w.r, r)) this.deliver(w, ev);
   }
 
   private deliver(w: Watcher, ev: WatchEvent): void {
@@ -269,6 +269,10 @@ export class FakeCluster implements Cluster {
     if (this.held) this.pending.push(send);
     else queueMicrotask(send);
   }
+}
+
+function sameResource(a: ResourceRef, b: ResourceRef): boolean {
+  return a.group === b.group && a.resource === b.resource;
 }
 
 function randomSuffix(): string {

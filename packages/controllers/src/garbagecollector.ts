@@ -6,13 +6,18 @@
 // Background deletion needs no finalizer: the owner goes at once and its
 // dependents, now pointing at nothing, are collected here.
 import { isConflict, isNotFound } from '@kubit/api';
+import {
+  apiVersionOf,
+  type Informer,
+  RateLimitingQueue,
+  type ResourceRef,
+  type SharedInformerFactory,
+} from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from './cluster.js';
 import type { Controller } from './controller.js';
-import type { Informer, InformerFactory } from './informer.js';
-import { apiVersionOf, type ResourceRef, resourceForKind } from './resources.js';
+import { ensureIndex } from './shared-informers.js';
 import type { KObject, OwnerReference } from './types.js';
-import { WorkQueue } from './workqueue.js';
 
 export const FINALIZER_FOREGROUND = 'foregroundDeletion';
 export const FINALIZER_ORPHAN = 'orphan';
@@ -33,22 +38,22 @@ const hasFinalizer = (o: KObject, f: string) => o.metadata?.finalizers?.includes
 
 export class GarbageCollector implements Controller {
   readonly name = 'garbagecollector';
-  readonly queue = new WorkQueue();
+  readonly queue = new RateLimitingQueue<string>();
   private readonly informers = new Map<string, { r: ResourceRef; inf: Informer }>();
 
   constructor(
     private readonly cluster: Cluster,
-    factory: InformerFactory,
+    factory: SharedInformerFactory,
     private readonly opts: GarbageCollectorOptions,
   ) {
     for (const r of opts.resources) {
-      const inf = factory.for(r);
-      inf.addIndex(OWNER_INDEX, (o) => (o.metadata?.ownerReferences ?? []).map((ref) => ref.uid));
+      const inf = factory.forResource(r);
+      ensureIndex(inf, OWNER_INDEX, (o) => (o.metadata?.ownerReferences ?? []).map((ref) => ref.uid));
       this.informers.set(resourceId(r), { r, inf });
-      inf.addHandlers({
-        add: (o) => this.changed(r, o),
-        update: (_old, o) => this.changed(r, o),
-        delete: (o) => this.deleted(o),
+      inf.addEventHandler({
+        onAdd: (o) => this.changed(r, o),
+        onUpdate: (_old, o) => this.changed(r, o),
+        onDelete: (o) => this.deleted(o),
       });
     }
   }
@@ -85,7 +90,7 @@ export class GarbageCollector implements Controller {
     const out: Item[] = [];
     if (!uid) return out;
     for (const { r, inf } of this.informers.values())
-      for (const obj of inf.byIndex(OWNER_INDEX, uid)) out.push({ r, obj });
+      for (const obj of inf.store.byIndex(OWNER_INDEX, uid)) out.push({ r, obj });
     return out;
   }
 
@@ -97,7 +102,7 @@ export class GarbageCollector implements Controller {
     const r = this.ownerResource(ref);
     if (!r) return undefined;
     const key = r.namespaced ? `${dependent.metadata?.namespace}/${ref.name}` : ref.name;
-    const obj = this.informers.get(resourceId(r))?.inf.get(key);
+    const obj = this.informers.get(resourceId(r))?.inf.store.getByKey(key);
     return obj && obj.metadata?.uid === ref.uid ? { r, obj } : undefined;
   }
 
@@ -107,7 +112,7 @@ export class GarbageCollector implements Controller {
     const bar = queueKey.indexOf('|');
     const entry = this.informers.get(queueKey.slice(0, bar));
     if (!entry) return;
-    const obj = entry.inf.get(queueKey.slice(bar + 1));
+    const obj = entry.inf.store.getByKey(queueKey.slice(bar + 1));
     if (!obj) return;
     const item = { r: entry.r, obj };
     if (obj.metadata?.deletionTimestamp) {
@@ -252,6 +257,15 @@ export class GarbageCollector implements Controller {
       }
     }
   }
+}
+
+/** Finds the resource an ownerReference (apiVersion + kind) points at, among those watched. */
+export function resourceForKind(
+  apiVersion: string,
+  kind: string,
+  known: readonly ResourceRef[],
+): ResourceRef | undefined {
+  return known.find((r) => apiVersionOf(r) === apiVersion && r.kind === kind);
 }
 
 function resourceId(r: ResourceRef): string {

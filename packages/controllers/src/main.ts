@@ -119,9 +119,10 @@ async function run(flags: Flags): Promise<void> {
     throw new StartupError('--tls-cert-file and --tls-private-key-file go together');
   }
   // Loaded only once the flags are good, so a mistake is reported at once.
-  const { EventRecorder, KubeClient, LeaderElector } = await import('@kubit/client');
+  const { EventRecorder, KubeClient, LeaderElector, SharedInformerFactory } = await import('@kubit/client');
   const { ControllerManager } = await import('./manager.js');
   const { RestCluster } = await import('./rest-cluster.js');
+  const { servedResources } = await import('./served.js');
   let client: InstanceType<typeof KubeClient>;
   try {
     client = KubeClient.fromKubeconfig(
@@ -131,9 +132,14 @@ async function run(flags: Flags): Promise<void> {
   } catch (err) {
     throw new StartupError((err as Error).message);
   }
+  const served = await servedResources(client, log);
   let manager: InstanceType<typeof ControllerManager>;
   try {
-    manager = new ControllerManager(new RestCluster(client), {
+    // One informer per resource for the whole process; list/watch failures are retried by it.
+    const informers = new SharedInformerFactory(client, {
+      onError: (err) => log.warn({ err }, 'informer list/watch failed; retrying'),
+    });
+    manager = new ControllerManager(new RestCluster(client), informers, {
       controllers,
       allocateNodeCIDRs: flags.allocateNodeCidrs,
       clusterCIDR: flags.clusterCidr,
@@ -141,6 +147,7 @@ async function run(flags: Flags): Promise<void> {
       nodeMonitorGracePeriodMs: flags.nodeMonitorGracePeriod,
       nodeMonitorPeriodMs: flags.nodeMonitorPeriod,
       workers: flags.concurrentSyncs,
+      served,
       events: (component) => {
         const recorder = new EventRecorder(client, {
           component,
@@ -174,7 +181,7 @@ async function run(flags: Flags): Promise<void> {
     labelNames: ['name'],
     registers: [registry],
     collect() {
-      for (const c of manager.controllers) this.set({ name: c.name }, c.queue.length);
+      for (const c of manager.controllers) this.set({ name: c.name }, c.queue.len());
     },
   });
   void depth;

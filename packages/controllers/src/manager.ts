@@ -1,5 +1,7 @@
 // Which controllers run (Kubernetes' --controllers syntax) and how they are
 // built and started on shared informers.
+
+import { type ResourceRef, resources, type SharedInformerFactory } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import type { Cluster } from './cluster.js';
 import { type Controller, runWorkers } from './controller.js';
@@ -7,13 +9,12 @@ import type { ControllerName } from './controller-names.js';
 import { DeploymentController } from './deployment/controller.js';
 import { type EventSink, noEvents } from './events.js';
 import { GarbageCollector } from './garbagecollector.js';
-import { InformerFactory } from './informer.js';
-import { NamespaceController } from './namespace.js';
+import { NamespaceController, namespacedForCleanup } from './namespace.js';
 import { NodeIpamController } from './nodeipam.js';
 import { NodeLifecycleController } from './nodelifecycle.js';
 import { PodGarbageCollector } from './podgc.js';
 import { ReplicaSetController } from './replicaset.js';
-import { namespacedForCleanup, type ResourceRef, res } from './resources.js';
+import type { ServedFilter } from './served.js';
 
 export interface ManagerOptions {
   controllers: Set<ControllerName>;
@@ -24,6 +25,11 @@ export interface ManagerOptions {
   nodeMonitorPeriodMs?: number;
   /** Workers per controller. */
   workers?: number;
+  /**
+   * Which resources the apiserver serves (see served.ts); the garbage collector
+   * and the namespace controller watch only those. Everything when absent.
+   */
+  served?: ServedFilter;
   /** An event sink per reporting component ("replicaset-controller", ...). */
   events?: (component: string) => EventSink;
   log: Logger;
@@ -31,29 +37,35 @@ export interface ManagerOptions {
 
 /** Resources the garbage collector watches for owners and dependents. */
 export const GC_RESOURCES: readonly ResourceRef[] = [
-  res.deployments,
-  res.replicasets,
-  res.pods,
-  res.services,
-  res.endpoints,
-  res.configmaps,
-  res.secrets,
-  res.serviceaccounts,
-  res.nodes,
-  res.namespaces,
+  resources.deployments,
+  resources.replicasets,
+  resources.pods,
+  resources.services,
+  resources.endpoints,
+  resources.configmaps,
+  resources.secrets,
+  resources.serviceaccounts,
+  resources.nodes,
+  resources.namespaces,
 ];
 
 export class ControllerManager {
-  readonly informers: InformerFactory;
+  readonly informers: SharedInformerFactory;
   readonly controllers: Controller[] = [];
   private running: Promise<void>[] = [];
 
+  /**
+   * `informers` is the process's one SharedInformerFactory (over the same
+   * apiserver as `cluster`): every controller takes its informers from it.
+   */
   constructor(
     cluster: Cluster,
+    informers: SharedInformerFactory,
     private readonly opts: ManagerOptions,
   ) {
     const log = opts.log;
-    this.informers = new InformerFactory(cluster, { log });
+    const served = opts.served ?? (() => true);
+    this.informers = informers;
     const on = opts.controllers;
     const events = opts.events ?? (() => noEvents);
     if (on.has('replicaset')) {
@@ -88,11 +100,16 @@ export class ControllerManager {
       );
     }
     if (on.has('garbagecollector')) {
-      this.controllers.push(new GarbageCollector(cluster, this.informers, { resources: GC_RESOURCES, log }));
+      this.controllers.push(
+        new GarbageCollector(cluster, this.informers, { resources: GC_RESOURCES.filter(served), log }),
+      );
     }
     if (on.has('namespace')) {
       this.controllers.push(
-        new NamespaceController(cluster, this.informers, { resources: namespacedForCleanup, log }),
+        new NamespaceController(cluster, this.informers, {
+          resources: namespacedForCleanup.filter(served),
+          log,
+        }),
       );
     }
     if (on.has('podgc')) this.controllers.push(new PodGarbageCollector(cluster, this.informers, { log }));
@@ -105,11 +122,12 @@ export class ControllerManager {
   /** Starts informers, waits for their caches, then the controllers' workers. */
   async start(signal?: AbortSignal): Promise<void> {
     this.informers.start();
-    await Promise.race([
-      this.informers.waitForSync(),
-      new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true })),
-    ]);
-    if (signal?.aborted) return;
+    try {
+      await this.informers.waitForCacheSync(signal);
+    } catch (err) {
+      if (signal?.aborted) return;
+      throw err;
+    }
     this.opts.log.info({ controllers: this.names }, 'caches synced; starting controllers');
     for (const c of this.controllers) {
       c.start?.();
@@ -122,7 +140,7 @@ export class ControllerManager {
       c.stop?.();
       c.queue.shutDown();
     }
-    this.informers.stop();
+    await this.informers.stop();
     await Promise.allSettled(this.running);
     this.running = [];
   }

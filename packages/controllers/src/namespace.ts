@@ -3,13 +3,18 @@
 // deletes everything in the namespace and, once nothing is left, removes the
 // finalizer through the finalize subresource so the namespace itself goes.
 import { isConflict, isNotFound } from '@kubit/api';
+import {
+  type Informer,
+  RateLimitingQueue,
+  type ResourceRef,
+  resources,
+  type SharedInformerFactory,
+} from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf } from './cluster.js';
 import type { Controller } from './controller.js';
-import type { Informer, InformerFactory } from './informer.js';
-import { type ResourceRef, res } from './resources.js';
+import { requeueAfter } from './shared-informers.js';
 import type { Namespace } from './types.js';
-import { WorkQueue } from './workqueue.js';
 
 export const FINALIZER_KUBERNETES = 'kubernetes';
 
@@ -21,25 +26,39 @@ export interface NamespaceControllerOptions {
   log?: Logger;
 }
 
+/** Namespaced resources a namespace deletion empties, in an order that lets owners go first. */
+export const namespacedForCleanup: readonly ResourceRef[] = [
+  resources.deployments,
+  resources.replicasets,
+  resources.pods,
+  resources.services,
+  resources.endpoints,
+  resources.configmaps,
+  resources.secrets,
+  resources.serviceaccounts,
+  resources.leases,
+  resources.events,
+];
+
 export class NamespaceController implements Controller {
   readonly name = 'namespace';
-  readonly queue = new WorkQueue();
+  readonly queue = new RateLimitingQueue<string>();
   private readonly namespaces: Informer<Namespace>;
 
   constructor(
     private readonly cluster: Cluster,
-    informers: InformerFactory,
+    informers: SharedInformerFactory,
     private readonly opts: NamespaceControllerOptions,
   ) {
-    this.namespaces = informers.for<Namespace>(res.namespaces);
-    this.namespaces.addHandlers({
-      add: (ns) => ns.metadata?.deletionTimestamp && this.queue.add(keyOf(ns)),
-      update: (_o, ns) => ns.metadata?.deletionTimestamp && this.queue.add(keyOf(ns)),
+    this.namespaces = informers.forResource<Namespace>(resources.namespaces);
+    this.namespaces.addEventHandler({
+      onAdd: (ns) => ns.metadata?.deletionTimestamp && this.queue.add(keyOf(ns)),
+      onUpdate: (_o, ns) => ns.metadata?.deletionTimestamp && this.queue.add(keyOf(ns)),
     });
   }
 
   async reconcile(name: string): Promise<void> {
-    const ns = this.namespaces.get(name);
+    const ns = this.namespaces.store.getByKey(name);
     if (!ns?.metadata?.deletionTimestamp) return;
     if (!ns.spec?.finalizers?.includes(FINALIZER_KUBERNETES)) return;
     await this.deleteContent(name);
@@ -47,13 +66,13 @@ export class NamespaceController implements Controller {
     const remaining = await this.deleteContent(name);
     if (remaining > 0) {
       this.opts.log?.info({ namespace: name, remaining }, 'waiting for namespace content to go');
-      this.queue.addAfter(name, this.opts.recheckMs ?? 1000);
+      requeueAfter(this.queue, name, this.opts.recheckMs ?? 1000);
       return;
     }
     const next = structuredClone(ns);
     next.spec = { ...next.spec, finalizers: ns.spec.finalizers.filter((f) => f !== FINALIZER_KUBERNETES) };
     try {
-      await this.cluster.update(res.namespaces, next, 'finalize');
+      await this.cluster.update(resources.namespaces, next, 'finalize');
       this.opts.log?.info({ namespace: name }, 'namespace emptied; finalized');
     } catch (err) {
       if (!isNotFound(err)) throw err;

@@ -4,14 +4,12 @@
 // already hold, so it never hands one out twice; a deleted node's subnet is
 // free again.
 import { isConflict, isNotFound } from '@kubit/api';
+import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { parseCidr, SubnetSet } from './cidr.js';
 import { type Cluster, keyOf } from './cluster.js';
 import type { Controller } from './controller.js';
-import type { Informer, InformerFactory } from './informer.js';
-import { res } from './resources.js';
 import type { Node } from './types.js';
-import { WorkQueue } from './workqueue.js';
 
 export interface NodeIpamOptions {
   clusterCIDR: string;
@@ -21,7 +19,7 @@ export interface NodeIpamOptions {
 
 export class NodeIpamController implements Controller {
   readonly name = 'nodeipam';
-  readonly queue = new WorkQueue();
+  readonly queue = new RateLimitingQueue<string>();
   private readonly nodes: Informer<Node>;
   readonly subnets: SubnetSet;
   /** Node name → subnet index it holds (as we last saw or assigned it). */
@@ -30,15 +28,15 @@ export class NodeIpamController implements Controller {
 
   constructor(
     private readonly cluster: Cluster,
-    informers: InformerFactory,
+    informers: SharedInformerFactory,
     private readonly opts: NodeIpamOptions,
   ) {
     this.subnets = new SubnetSet(parseCidr(opts.clusterCIDR), opts.nodeCIDRMaskSize);
-    this.nodes = informers.for<Node>(res.nodes);
-    this.nodes.addHandlers({
-      add: (n) => this.queue.add(keyOf(n)),
-      update: (_o, n) => this.queue.add(keyOf(n)),
-      delete: (n) => this.queue.add(keyOf(n)),
+    this.nodes = informers.forResource<Node>(resources.nodes);
+    this.nodes.addEventHandler({
+      onAdd: (n) => this.queue.add(keyOf(n)),
+      onUpdate: (_o, n) => this.queue.add(keyOf(n)),
+      onDelete: (n) => this.queue.add(keyOf(n)),
     });
   }
 
@@ -46,7 +44,7 @@ export class NodeIpamController implements Controller {
   private prime(): void {
     if (this.primed) return;
     this.primed = true;
-    for (const n of this.nodes.list()) {
+    for (const n of this.nodes.store.list()) {
       const i = this.ours(n);
       if (i === undefined) continue;
       if (this.subnets.isUsed(i)) {
@@ -68,7 +66,7 @@ export class NodeIpamController implements Controller {
 
   async reconcile(name: string): Promise<void> {
     this.prime();
-    const node = this.nodes.get(name);
+    const node = this.nodes.store.getByKey(name);
     const held = this.held.get(name);
     if (!node) {
       if (held !== undefined) {
@@ -100,7 +98,7 @@ export class NodeIpamController implements Controller {
     const next = structuredClone(node);
     next.spec = { ...next.spec, podCIDR: cidr, podCIDRs: [cidr] };
     try {
-      await this.cluster.update(res.nodes, next);
+      await this.cluster.update(resources.nodes, next);
       this.opts.log?.info({ node: name, podCIDR: cidr }, 'allocated podCIDR');
     } catch (err) {
       if (isNotFound(err)) {

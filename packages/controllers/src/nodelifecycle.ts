@@ -5,16 +5,15 @@
 // not-ready for False), which go away when the node recovers. Pods on a node
 // with NoExecute taints are deleted when their tolerations run out.
 import { isConflict, isNotFound } from '@kubit/api';
+import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf } from './cluster.js';
 import type { Controller } from './controller.js';
 import { type EventSink, noEvents } from './events.js';
-import type { Informer, InformerFactory } from './informer.js';
 import { isoNow } from './objects.js';
-import { res } from './resources.js';
+import { ensureIndex, requeueAfter } from './shared-informers.js';
 import { evictionTime, TAINT_NOT_READY, TAINT_UNREACHABLE } from './taints.js';
 import type { Lease, Node, NodeCondition, Pod, Taint } from './types.js';
-import { WorkQueue } from './workqueue.js';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
 const NODE_NAME_INDEX = 'nodeName';
@@ -38,7 +37,7 @@ interface Health {
 
 export class NodeLifecycleController implements Controller {
   readonly name = 'nodelifecycle';
-  readonly queue = new WorkQueue();
+  readonly queue = new RateLimitingQueue<string>();
   private readonly nodes: Informer<Node>;
   private readonly leases: Informer<Lease>;
   private readonly pods: Informer<Pod>;
@@ -50,32 +49,32 @@ export class NodeLifecycleController implements Controller {
 
   constructor(
     private readonly cluster: Cluster,
-    informers: InformerFactory,
+    informers: SharedInformerFactory,
     private readonly opts: NodeLifecycleOptions = {},
   ) {
     this.now = opts.now ?? Date.now;
     this.graceMs = opts.gracePeriodMs ?? 40_000;
     this.events = opts.events ?? noEvents;
-    this.nodes = informers.for<Node>(res.nodes);
-    this.leases = informers.for<Lease>(res.leases);
-    this.pods = informers.for<Pod>(res.pods);
-    this.pods.addIndex(NODE_NAME_INDEX, (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
-    this.nodes.addHandlers({
-      add: (n) => this.queue.add(keyOf(n)),
-      update: (_o, n) => this.queue.add(keyOf(n)),
-      delete: (n) => {
+    this.nodes = informers.forResource<Node>(resources.nodes);
+    this.leases = informers.forResource<Lease>(resources.leases);
+    this.pods = informers.forResource<Pod>(resources.pods);
+    ensureIndex(this.pods, NODE_NAME_INDEX, (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+    this.nodes.addEventHandler({
+      onAdd: (n) => this.queue.add(keyOf(n)),
+      onUpdate: (_o, n) => this.queue.add(keyOf(n)),
+      onDelete: (n) => {
         this.health.delete(n.metadata?.name ?? '');
       },
     });
-    this.leases.addHandlers({
-      update: (_o, l) => {
+    this.leases.addEventHandler({
+      onUpdate: (_o, l) => {
         if (l.metadata?.namespace === NODE_LEASE_NAMESPACE) this.queue.add(l.metadata?.name ?? '');
       },
     });
     // A pod landing on a tainted node may have to go.
-    this.pods.addHandlers({
-      add: (p) => p.spec?.nodeName && this.queue.add(p.spec.nodeName),
-      update: (o, p) =>
+    this.pods.addEventHandler({
+      onAdd: (p) => p.spec?.nodeName && this.queue.add(p.spec.nodeName),
+      onUpdate: (o, p) =>
         p.spec?.nodeName && o.spec?.nodeName !== p.spec.nodeName && this.queue.add(p.spec.nodeName),
     });
   }
@@ -83,7 +82,7 @@ export class NodeLifecycleController implements Controller {
   start(): void {
     const period = this.opts.monitorPeriodMs ?? 5000;
     this.timer = setInterval(() => {
-      for (const n of this.nodes.list()) this.queue.add(keyOf(n));
+      for (const n of this.nodes.store.list()) this.queue.add(keyOf(n));
     }, period);
     this.timer.unref();
   }
@@ -93,7 +92,7 @@ export class NodeLifecycleController implements Controller {
   }
 
   async reconcile(name: string): Promise<void> {
-    let node = this.nodes.get(name);
+    let node = this.nodes.store.getByKey(name);
     if (!node) return;
     const now = this.now();
     const silentFor = now - this.probe(node, now);
@@ -104,13 +103,13 @@ export class NodeLifecycleController implements Controller {
     node = await this.syncTaints(node, now);
     await this.evictPods(node, now);
     // Check again when the grace period would run out.
-    if (silentFor <= this.graceMs) this.queue.addAfter(name, this.graceMs - silentFor + 1000);
+    if (silentFor <= this.graceMs) requeueAfter(this.queue, name, this.graceMs - silentFor + 1000);
   }
 
   /** The local time of the node's last heartbeat we noticed. */
   private probe(node: Node, now: number): number {
     const name = node.metadata?.name ?? '';
-    const lease = this.leases.get(`${NODE_LEASE_NAMESPACE}/${name}`)?.spec?.renewTime ?? undefined;
+    const lease = this.leases.store.getByKey(`${NODE_LEASE_NAMESPACE}/${name}`)?.spec?.renewTime ?? undefined;
     const heartbeat = readyCondition(node)?.lastHeartbeatTime ?? undefined;
     const h = this.health.get(name);
     if (!h || h.lease !== lease || h.heartbeat !== heartbeat) {
@@ -166,7 +165,7 @@ export class NodeLifecycleController implements Controller {
     );
     try {
       const updated = await this.cluster.update(
-        res.nodes,
+        resources.nodes,
         { ...node, status: { ...node.status, conditions: next } },
         'status',
       );
@@ -185,7 +184,7 @@ export class NodeLifecycleController implements Controller {
    * so Services and Deployments stop counting them (the kubelet cannot).
    */
   private async markPodsNotReady(node: Node, now: number): Promise<void> {
-    for (const pod of this.pods.byIndex(NODE_NAME_INDEX, node.metadata?.name ?? '')) {
+    for (const pod of this.pods.store.byIndex(NODE_NAME_INDEX, node.metadata?.name ?? '')) {
       const conds = pod.status?.conditions ?? [];
       const ready = conds.find((c) => c.type === 'Ready');
       if (ready?.status !== 'True' || pod.metadata?.deletionTimestamp) continue;
@@ -194,7 +193,7 @@ export class NodeLifecycleController implements Controller {
       );
       try {
         await this.cluster.update(
-          res.pods,
+          resources.pods,
           { ...pod, status: { ...pod.status, conditions: next } },
           'status',
         );
@@ -221,7 +220,7 @@ export class NodeLifecycleController implements Controller {
     if (next.length === taints.length && keep.length === taints.length) return node;
     this.opts.log?.info({ node: node.metadata?.name, taint: wanted ?? 'none' }, 'updating node taints');
     try {
-      return await this.cluster.update(res.nodes, {
+      return await this.cluster.update(resources.nodes, {
         ...node,
         spec: { ...node.spec, taints: next.length ? next : undefined },
       });
@@ -238,7 +237,7 @@ export class NodeLifecycleController implements Controller {
     const taints = node.spec?.taints ?? [];
     if (!taints.some((t) => t.effect === 'NoExecute')) return;
     let nextCheck: number | undefined;
-    for (const pod of this.pods.byIndex(NODE_NAME_INDEX, node.metadata?.name ?? '')) {
+    for (const pod of this.pods.store.byIndex(NODE_NAME_INDEX, node.metadata?.name ?? '')) {
       if (pod.metadata?.deletionTimestamp) continue;
       const at = evictionTime(pod, taints, now);
       if (at === undefined) continue;
@@ -246,7 +245,7 @@ export class NodeLifecycleController implements Controller {
         this.opts.log?.info({ pod: keyOf(pod), node: node.metadata?.name }, 'evicting pod from tainted node');
         this.events.event(pod, 'Normal', 'TaintManagerEviction', `Marking for deletion Pod ${keyOf(pod)}`);
         try {
-          await this.cluster.delete(res.pods, pod.metadata?.namespace, pod.metadata?.name ?? '', {
+          await this.cluster.delete(resources.pods, pod.metadata?.namespace, pod.metadata?.name ?? '', {
             preconditions: { uid: pod.metadata?.uid },
           });
         } catch (err) {
@@ -256,7 +255,7 @@ export class NodeLifecycleController implements Controller {
         nextCheck = nextCheck === undefined ? at : Math.min(nextCheck, at);
       }
     }
-    if (nextCheck !== undefined) this.queue.addAfter(node.metadata?.name ?? '', nextCheck - now + 10);
+    if (nextCheck !== undefined) requeueAfter(this.queue, node.metadata?.name ?? '', nextCheck - now + 10);
   }
 }
 

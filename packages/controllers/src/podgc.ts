@@ -3,13 +3,12 @@
 // node is only late to appear in the cache), and pods being deleted that were
 // never scheduled (no kubelet will confirm their end).
 import { isConflict, isNotFound } from '@kubit/api';
+import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf } from './cluster.js';
 import type { Controller } from './controller.js';
-import type { Informer, InformerFactory } from './informer.js';
-import { res } from './resources.js';
+import { requeueAfter } from './shared-informers.js';
 import type { Node, Pod } from './types.js';
-import { WorkQueue } from './workqueue.js';
 
 export interface PodGCOptions {
   /** How long a node must stay missing before its pods go (ms). */
@@ -22,7 +21,7 @@ export interface PodGCOptions {
 
 export class PodGarbageCollector implements Controller {
   readonly name = 'podgc';
-  readonly queue = new WorkQueue();
+  readonly queue = new RateLimitingQueue<string>();
   private readonly pods: Informer<Pod>;
   private readonly nodes: Informer<Node>;
   /** Node name → when we first saw it missing. */
@@ -32,24 +31,24 @@ export class PodGarbageCollector implements Controller {
 
   constructor(
     private readonly cluster: Cluster,
-    informers: InformerFactory,
+    informers: SharedInformerFactory,
     private readonly opts: PodGCOptions = {},
   ) {
     this.now = opts.now ?? Date.now;
-    this.pods = informers.for<Pod>(res.pods);
-    this.nodes = informers.for<Node>(res.nodes);
-    this.pods.addHandlers({
-      add: (p) => this.queue.add(keyOf(p)),
-      update: (_o, p) => this.queue.add(keyOf(p)),
+    this.pods = informers.forResource<Pod>(resources.pods);
+    this.nodes = informers.forResource<Node>(resources.nodes);
+    this.pods.addEventHandler({
+      onAdd: (p) => this.queue.add(keyOf(p)),
+      onUpdate: (_o, p) => this.queue.add(keyOf(p)),
     });
-    this.nodes.addHandlers({
-      add: (n) => this.missingSince.delete(n.metadata?.name ?? ''),
-      delete: () => this.enqueueAll(),
+    this.nodes.addEventHandler({
+      onAdd: (n) => this.missingSince.delete(n.metadata?.name ?? ''),
+      onDelete: () => this.enqueueAll(),
     });
   }
 
   private enqueueAll(): void {
-    for (const p of this.pods.list()) this.queue.add(keyOf(p));
+    for (const p of this.pods.store.list()) this.queue.add(keyOf(p));
   }
 
   start(): void {
@@ -62,14 +61,14 @@ export class PodGarbageCollector implements Controller {
   }
 
   async reconcile(key: string): Promise<void> {
-    const pod = this.pods.get(key);
+    const pod = this.pods.store.getByKey(key);
     if (!pod) return;
     const node = pod.spec?.nodeName;
     if (!node) {
       if (pod.metadata?.deletionTimestamp) await this.forceDelete(pod, 'unscheduled and terminating');
       return;
     }
-    if (this.nodes.get(node)) {
+    if (this.nodes.store.getByKey(node)) {
       this.missingSince.delete(node);
       return;
     }
@@ -78,12 +77,12 @@ export class PodGarbageCollector implements Controller {
     const since = this.missingSince.get(node) ?? now;
     this.missingSince.set(node, since);
     if (now - since < quarantine) {
-      this.queue.addAfter(key, quarantine - (now - since) + 100);
+      requeueAfter(this.queue, key, quarantine - (now - since) + 100);
       return;
     }
     // The cache could lag: confirm with the apiserver that the node is really gone.
     try {
-      await this.cluster.get(res.nodes, undefined, node);
+      await this.cluster.get(resources.nodes, undefined, node);
       return;
     } catch (err) {
       if (!isNotFound(err)) throw err;
@@ -94,7 +93,7 @@ export class PodGarbageCollector implements Controller {
   private async forceDelete(pod: Pod, why: string): Promise<void> {
     this.opts.log?.info({ pod: keyOf(pod), why }, 'force-deleting pod');
     try {
-      await this.cluster.delete(res.pods, pod.metadata?.namespace, pod.metadata?.name ?? '', {
+      await this.cluster.delete(resources.pods, pod.metadata?.namespace, pod.metadata?.name ?? '', {
         gracePeriodSeconds: 0,
         preconditions: { uid: pod.metadata?.uid },
       });

@@ -3,18 +3,17 @@
 // status. Expectations keep it from acting twice on a cache that has not yet
 // seen its own creates and deletes.
 import { isConflict, isNotFound } from '@kubit/api';
+import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from './cluster.js';
 import type { Controller } from './controller.js';
 import { type EventSink, noEvents } from './events.js';
 import { Expectations } from './expectations.js';
-import { byNamespace, type Informer, type InformerFactory, NAMESPACE_INDEX } from './informer.js';
 import { compileSelector, labelsContain } from './labels.js';
 import { controllerOf, isPodActive, isPodAvailable, isPodReady } from './objects.js';
 import { podsToDelete } from './pod-ranking.js';
-import { res } from './resources.js';
+import { requeueAfter } from './shared-informers.js';
 import type { OwnerReference, Pod, ReplicaSet } from './types.js';
-import { WorkQueue } from './workqueue.js';
 
 /** At most this many creates or deletes per sync (Kubernetes' burstReplicas). */
 export const BURST_REPLICAS = 500;
@@ -30,7 +29,7 @@ type RSStatus = NonNullable<ReplicaSet['status']>;
 
 export class ReplicaSetController implements Controller {
   readonly name = 'replicaset';
-  readonly queue = new WorkQueue();
+  readonly queue = new RateLimitingQueue<string>();
   readonly expectations: Expectations;
   private readonly rsInformer: Informer<ReplicaSet>;
   private readonly podInformer: Informer<Pod>;
@@ -40,29 +39,27 @@ export class ReplicaSetController implements Controller {
 
   constructor(
     private readonly cluster: Cluster,
-    informers: InformerFactory,
+    informers: SharedInformerFactory,
     opts: ReplicaSetControllerOptions = {},
   ) {
     this.now = opts.now ?? Date.now;
     this.burst = opts.burstReplicas ?? BURST_REPLICAS;
     this.events = opts.events ?? noEvents;
     this.expectations = new Expectations(this.now);
-    this.rsInformer = informers.for<ReplicaSet>(res.replicasets);
-    this.podInformer = informers.for<Pod>(res.pods);
-    this.rsInformer.addIndex(NAMESPACE_INDEX, byNamespace);
-    this.podInformer.addIndex(NAMESPACE_INDEX, byNamespace);
-    this.rsInformer.addHandlers({
-      add: (rs) => this.queue.add(keyOf(rs)),
-      update: (_old, rs) => this.queue.add(keyOf(rs)),
-      delete: (rs) => {
+    this.rsInformer = informers.forResource<ReplicaSet>(resources.replicasets);
+    this.podInformer = informers.forResource<Pod>(resources.pods);
+    this.rsInformer.addEventHandler({
+      onAdd: (rs) => this.queue.add(keyOf(rs)),
+      onUpdate: (_old, rs) => this.queue.add(keyOf(rs)),
+      onDelete: (rs) => {
         this.expectations.delete(keyOf(rs));
         this.queue.add(keyOf(rs));
       },
     });
-    this.podInformer.addHandlers({
-      add: (p) => this.podAdded(p),
-      update: (old, p) => this.podUpdated(old, p),
-      delete: (p) => this.podDeleted(p),
+    this.podInformer.addEventHandler({
+      onAdd: (p) => this.podAdded(p),
+      onUpdate: (old, p) => this.podUpdated(old, p),
+      onDelete: (p) => this.podDeleted(p),
     });
   }
 
@@ -71,12 +68,12 @@ export class ReplicaSetController implements Controller {
   private ownerKey(p: Pod, ref: OwnerReference | undefined = controllerOf(p)): string | undefined {
     if (ref?.kind !== 'ReplicaSet' || ref.apiVersion !== 'apps/v1') return undefined;
     const key = `${p.metadata?.namespace}/${ref.name}`;
-    const rs = this.rsInformer.get(key);
+    const rs = this.rsInformer.store.getByKey(key);
     return rs && rs.metadata?.uid === ref.uid ? key : undefined;
   }
 
   private enqueueMatching(p: Pod): void {
-    for (const rs of this.rsInformer.byIndex(NAMESPACE_INDEX, p.metadata?.namespace ?? '')) {
+    for (const rs of this.rsInformer.store.listInNamespace(p.metadata?.namespace ?? '')) {
       if (compileSelector(rs.spec?.selector)(p.metadata?.labels)) this.queue.add(keyOf(rs));
     }
   }
@@ -114,10 +111,11 @@ export class ReplicaSetController implements Controller {
       const key = this.ownerKey(p, ref);
       if (!key) return;
       this.queue.add(key);
-      const rs = this.rsInformer.get(key);
+      const rs = this.rsInformer.store.getByKey(key);
       const minReady = rs?.spec?.minReadySeconds ?? 0;
       // Availability changes with time, not with an event: look again then.
-      if (minReady > 0 && !isPodReady(old) && isPodReady(p)) this.queue.addAfter(key, minReady * 1000 + 100);
+      if (minReady > 0 && !isPodReady(old) && isPodReady(p))
+        requeueAfter(this.queue, key, minReady * 1000 + 100);
       return;
     }
     const labelsChanged = JSON.stringify(old.metadata?.labels) !== JSON.stringify(p.metadata?.labels);
@@ -134,14 +132,14 @@ export class ReplicaSetController implements Controller {
   // ---- reconcile ----
 
   async reconcile(key: string): Promise<void> {
-    const rs = this.rsInformer.get(key);
+    const rs = this.rsInformer.store.getByKey(key);
     if (!rs) {
       this.expectations.delete(key);
       return;
     }
     const needsSync = this.expectations.satisfied(key);
     const { namespace } = splitKey(key);
-    const allPods = this.podInformer.byIndex(NAMESPACE_INDEX, namespace ?? '').filter(isPodActive);
+    const allPods = this.podInformer.store.listInNamespace(namespace ?? '').filter(isPodActive);
     const owned = await this.claimPods(rs, allPods);
     let manageError: unknown;
     if (needsSync && !rs.metadata?.deletionTimestamp) {
@@ -160,7 +158,7 @@ export class ReplicaSetController implements Controller {
       updated.readyReplicas === (rs.spec?.replicas ?? 1) &&
       updated.availableReplicas !== updated.readyReplicas
     ) {
-      this.queue.addAfter(key, minReady * 1000);
+      requeueAfter(this.queue, key, minReady * 1000);
     }
     if (manageError !== undefined) throw manageError;
   }
@@ -196,7 +194,7 @@ export class ReplicaSetController implements Controller {
   private async stillCurrent(rs: ReplicaSet): Promise<boolean> {
     try {
       const fresh = await this.cluster.get<ReplicaSet>(
-        res.replicasets,
+        resources.replicasets,
         rs.metadata?.namespace,
         rs.metadata?.name ?? '',
       );
@@ -211,7 +209,7 @@ export class ReplicaSetController implements Controller {
     const next = structuredClone(p);
     next.metadata!.ownerReferences = [...(p.metadata?.ownerReferences ?? []), ownerRefFor(rs)];
     try {
-      return await this.cluster.update(res.pods, next);
+      return await this.cluster.update(resources.pods, next);
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -223,7 +221,7 @@ export class ReplicaSetController implements Controller {
     next.metadata!.ownerReferences = p.metadata?.ownerReferences?.filter((r) => r.uid !== rs.metadata?.uid);
     if (next.metadata!.ownerReferences?.length === 0) delete next.metadata!.ownerReferences;
     try {
-      await this.cluster.update(res.pods, next);
+      await this.cluster.update(resources.pods, next);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -243,7 +241,7 @@ export class ReplicaSetController implements Controller {
       );
       const results = await Promise.allSettled(
         victims.map((p) =>
-          this.cluster.delete(res.pods, p.metadata?.namespace, p.metadata?.name ?? '', {
+          this.cluster.delete(resources.pods, p.metadata?.namespace, p.metadata?.name ?? '', {
             preconditions: { uid: p.metadata?.uid },
           }),
         ),
@@ -275,7 +273,7 @@ export class ReplicaSetController implements Controller {
       const size = Math.min(batch, remaining);
       const results = await Promise.allSettled(
         Array.from({ length: size }, () =>
-          this.cluster.create(res.pods, rs.metadata?.namespace, podFromTemplate(rs)),
+          this.cluster.create(resources.pods, rs.metadata?.namespace, podFromTemplate(rs)),
         ),
       );
       const failed: PromiseRejectedResult[] = [];
@@ -330,7 +328,7 @@ export class ReplicaSetController implements Controller {
     let current = rs;
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.cluster.update(res.replicasets, { ...current, status }, 'status');
+        await this.cluster.update(resources.replicasets, { ...current, status }, 'status');
         return status;
       } catch (err) {
         if (!isConflict(err) || attempt >= 1) {
@@ -338,7 +336,7 @@ export class ReplicaSetController implements Controller {
           throw err;
         }
         current = await this.cluster.get<ReplicaSet>(
-          res.replicasets,
+          resources.replicasets,
           rs.metadata?.namespace,
           rs.metadata?.name ?? '',
         );

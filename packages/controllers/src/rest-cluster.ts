@@ -1,8 +1,7 @@
 // The Cluster port over @kubit/client: the real apiserver's REST API and watch.
 import { type Status, StatusError } from '@kubit/api';
-import type { KubeClient, KubeObject } from '@kubit/client';
+import type { KubeClient, KubeObject, ResourceRef } from '@kubit/client';
 import type { Cluster, ListResult, WatchHandle, WatchOptions } from './cluster.js';
-import type { ResourceRef } from './resources.js';
 import type { DeleteOptions, KObject } from './types.js';
 
 // kubernetes-types marks server-set fields read-only; on the wire they are the same objects.

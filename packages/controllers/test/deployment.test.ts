@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { resources as res } from '@kubit/client';
 import { DeploymentController, proportionalSizes } from '../src/deployment/controller.js';
 import {
   podTemplateHash,
@@ -12,9 +13,8 @@ import {
 import { RecordingEvents } from '../src/events.js';
 import { FakeCluster } from '../src/fake-cluster.js';
 import { ReplicaSetController } from '../src/replicaset.js';
-import { res } from '../src/resources.js';
 import type { Deployment, Pod, ReplicaSet } from '../src/types.js';
-import { newFactory, runAllPods, settle, startInformers, template } from './helpers.js';
+import { newFactory, runAllPods, runPod, settle, startInformers, template } from './helpers.js';
 
 async function setup() {
   const clock = { now: Date.parse('2026-01-01T00:00:00Z') };
@@ -126,6 +126,34 @@ describe('deployment utilities', () => {
 });
 
 describe('Deployment controller', () => {
+  test("copies the Deployment's annotations (change-cause) to its new ReplicaSet, not its own bookkeeping", async () => {
+    const { cluster, rollout } = await setup();
+    const d = deployment('notes', 1);
+    d.metadata!.annotations = {
+      'kubernetes.io/change-cause': 'first',
+      'kubectl.kubernetes.io/last-applied-configuration': '{}',
+    };
+    await cluster.create(res.deployments, 'default', d);
+    await rollout();
+    const first = rsList(cluster)[0];
+    assert.equal(first.metadata!.annotations!['kubernetes.io/change-cause'], 'first');
+    assert.equal(first.metadata!.annotations!['kubectl.kubernetes.io/last-applied-configuration'], undefined);
+
+    const next = await getD(cluster, 'notes');
+    next.metadata!.annotations = { ...next.metadata!.annotations, 'kubernetes.io/change-cause': 'second' };
+    next.spec!.template.spec!.containers[0].image = 'busybox:2';
+    await cluster.update(res.deployments, next);
+    await rollout();
+    const byRevision = new Map(
+      rsList(cluster).map((rs) => [
+        rs.metadata!.annotations![REVISION_ANNOTATION],
+        rs.metadata!.annotations!['kubernetes.io/change-cause'],
+      ]),
+    );
+    // The old ReplicaSet keeps the cause of its own revision.
+    assert.deepEqual(Object.fromEntries(byRevision), { '1': 'first', '2': 'second' });
+  });
+
   test('creates a ReplicaSet named by the pod-template-hash, with revision 1, and reports status', async () => {
     const { cluster, informers, rollout } = await setup();
     const d = await cluster.create(res.deployments, 'default', deployment('web', 3));
@@ -350,6 +378,87 @@ describe('Deployment controller', () => {
     assert.equal(after.length, 2);
     assert.ok(after.every((p) => !before.has(p.metadata!.uid)));
     assert.equal(rsList(cluster).length, 2);
+    informers.stop();
+  });
+
+  test('an existing ReplicaSet with the template is adopted as the new one (FoundNewReplicaSet)', async () => {
+    const { cluster, informers, dc } = await setup();
+    const tmpl = template({ app: 'web' });
+    const hash = podTemplateHash(tmpl);
+    const labels = { app: 'web', 'pod-template-hash': hash };
+    await cluster.create(res.replicasets, 'default', {
+      metadata: { name: `web-${hash}`, namespace: 'default', labels },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: labels },
+        template: { ...tmpl, metadata: { labels } },
+      },
+    });
+    await cluster.create(res.deployments, 'default', deployment('web', 2));
+    // Only the Deployment controller: no pods appear, so nothing progresses past the find.
+    await settle([dc]);
+    const rss = rsList(cluster);
+    assert.equal(rss.length, 1, 'no second ReplicaSet is created');
+    assert.equal(rss[0].metadata!.ownerReferences![0].kind, 'Deployment');
+    assert.equal(rss[0].metadata!.annotations![REVISION_ANNOTATION], '1');
+    assert.equal(rss[0].spec!.replicas, 2);
+    const prog = (await getD(cluster, 'web')).status!.conditions!.find((c) => c.type === 'Progressing')!;
+    assert.deepEqual(
+      [prog.status, prog.reason, prog.message],
+      ['True', 'FoundNewReplicaSet', `Found new replica set "web-${hash}"`],
+    );
+    informers.stop();
+  });
+
+  test('a rollout that makes progress says ReplicaSetUpdated, then NewReplicaSetAvailable', async () => {
+    const { cluster, informers, run, rsc, dc } = await setup();
+    // The apiserver defaults progressDeadlineSeconds to 600; without it no Progressing condition is kept.
+    await cluster.create(res.deployments, 'default', deployment('web', 2, { progressDeadlineSeconds: 600 }));
+    await settle([dc]);
+    let prog = (await getD(cluster, 'web')).status!.conditions!.find((c) => c.type === 'Progressing')!;
+    assert.equal(prog.reason, 'NewReplicaSetCreated');
+    await run(); // the ReplicaSet's pods appear: that is progress too
+    prog = (await getD(cluster, 'web')).status!.conditions!.find((c) => c.type === 'Progressing')!;
+    assert.equal(prog.reason, 'ReplicaSetUpdated');
+    // One pod becomes ready: progress, but not complete.
+    const [first] = livePods(cluster);
+    await runPod(cluster, first);
+    await settle([dc, rsc]);
+    prog = (await getD(cluster, 'web')).status!.conditions!.find((c) => c.type === 'Progressing')!;
+    assert.deepEqual([prog.status, prog.reason], ['True', 'ReplicaSetUpdated']);
+    assert.match(prog.message!, /^ReplicaSet "web-[a-z0-9]+" is progressing\.$/);
+    // maxUnavailable 25 % of 2 rounds down to 0: one ready pod is not enough.
+    let avail = (await getD(cluster, 'web')).status!.conditions!.find((c) => c.type === 'Available')!;
+    assert.deepEqual([avail.status, avail.reason], ['False', 'MinimumReplicasUnavailable']);
+    await runAllPods(cluster);
+    await run();
+    prog = (await getD(cluster, 'web')).status!.conditions!.find((c) => c.type === 'Progressing')!;
+    assert.deepEqual([prog.status, prog.reason], ['True', 'NewReplicaSetAvailable']);
+    avail = (await getD(cluster, 'web')).status!.conditions!.find((c) => c.type === 'Available')!;
+    assert.deepEqual([avail.status, avail.reason], ['True', 'MinimumReplicasAvailable']);
+    informers.stop();
+  });
+
+  test('a Deployment created paused gets no ReplicaSet until it is resumed', async () => {
+    const { cluster, informers, dc } = await setup();
+    await cluster.create(
+      res.deployments,
+      'default',
+      deployment('web', 1, { paused: true, progressDeadlineSeconds: 600 }),
+    );
+    await settle([dc]);
+    let got = await getD(cluster, 'web');
+    assert.equal(got.status!.conditions!.find((c) => c.type === 'Progressing')!.reason, 'DeploymentPaused');
+    assert.equal(rsList(cluster).length, 0);
+    got.spec!.paused = false;
+    await cluster.update(res.deployments, got);
+    await settle([dc]);
+    got = await getD(cluster, 'web');
+    assert.equal(rsList(cluster).length, 1);
+    assert.equal(
+      got.status!.conditions!.find((c) => c.type === 'Progressing')!.reason,
+      'NewReplicaSetCreated',
+    );
     informers.stop();
   });
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { resources as res } from '@kubit/client';
 import { DeploymentController } from '../src/deployment/controller.js';
 import { FakeCluster } from '../src/fake-cluster.js';
 import { GarbageCollector } from '../src/garbagecollector.js';
 import { ReplicaSetController } from '../src/replicaset.js';
-import { res } from '../src/resources.js';
 import type { ConfigMapLike, KObject, OwnerReference, Pod, ReplicaSet } from './gc-types.js';
 import { newFactory, replicaSet, settle, startInformers, template } from './helpers.js';
 

@@ -1,17 +1,17 @@
 // Test helpers: drive controllers over a FakeCluster until nothing is left to do,
 // and play the parts of the scheduler and kubelet on pods.
+import { resources as res, SharedInformerFactory } from '@kubit/client';
 import { type Controller, processOne } from '../src/controller.js';
 import type { FakeCluster } from '../src/fake-cluster.js';
-import { InformerFactory } from '../src/informer.js';
-import { res } from '../src/resources.js';
+import { fakeKubeClient } from '../src/fake-transport.js';
 import type { Pod, PodTemplateSpec, ReplicaSet } from '../src/types.js';
 
 export const tick = () => new Promise<void>((r) => setImmediate(r));
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export async function startInformers(f: InformerFactory): Promise<void> {
+export async function startInformers(f: SharedInformerFactory): Promise<void> {
   f.start();
-  await f.waitForSync();
+  await f.waitForCacheSync();
 }
 
 /** Delivers watch events and runs every queued key until all queues stay empty. */
@@ -21,7 +21,10 @@ export async function settle(controllers: Controller[], maxRounds = 500): Promis
     await tick();
     let did = false;
     for (const c of controllers) {
-      for (let k = c.queue.tryGet(); k !== undefined; k = c.queue.tryGet()) {
+      // len() > 0 means get() hands out a key at once, without waiting.
+      while (c.queue.len() > 0) {
+        const k = await c.queue.get();
+        if (k === undefined) break;
         await processOne(c, k);
         did = true;
       }
@@ -69,6 +72,7 @@ export async function runAllPods(cluster: FakeCluster, readyAt?: number): Promis
   }
 }
 
-export function newFactory(cluster: FakeCluster): InformerFactory {
-  return new InformerFactory(cluster, { retryMs: 10 });
+/** The client's real shared informers, listing and watching the FakeCluster. */
+export function newFactory(cluster: FakeCluster): SharedInformerFactory {
+  return new SharedInformerFactory(fakeKubeClient(cluster));
 }

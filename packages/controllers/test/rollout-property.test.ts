@@ -4,12 +4,12 @@
 // with exactly `replicas` pods of the new template.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { resources as res } from '@kubit/client';
 import fc from 'fast-check';
 import { DeploymentController } from '../src/deployment/controller.js';
 import { resolveFenceposts } from '../src/deployment/util.js';
 import { FakeCluster } from '../src/fake-cluster.js';
 import { ReplicaSetController } from '../src/replicaset.js';
-import { res } from '../src/resources.js';
 import type { Deployment, Pod } from '../src/types.js';
 import { newFactory, runPod, settle, startInformers, template } from './helpers.js';
 

@@ -1,5 +1,6 @@
 // What every Kubit daemon shares: flags, logs, metrics, health endpoints and shutdown.
 
+export { freshBundle } from './bundle.js';
 export { type Check, type HealthServerOptions, registerHealthRoutes, startHealthServer } from './health.js';
 export { createLogger, type Logger, type LoggerOptions } from './log.js';
 export { durationArg, intArg, listArg, parseDuration, runMain, StartupError } from './main.js';

@@ -29,6 +29,7 @@ import {
 import { parseNodeLabels, parseTaints } from './node/flags.js';
 import { defaultHostname, NodeAgent } from './node/node-status.js';
 import { PodManager } from './pods/manager.js';
+import { fileTracer } from './pods/trace.js';
 import { CriRuntime } from './runtime/cri.js';
 import { FakeRuntime } from './runtime/fake.js';
 import type { ContainerRuntime } from './runtime/types.js';
@@ -219,10 +220,15 @@ async function run(flags: Flags): Promise<void> {
   shutdown.add(() => agent.stop());
 
   const events = new ApiEventSink(client, nodeName, log);
+  // KUBIT_KUBELET_TRACE_FILE: where start-up steps go, one JSON line each (bench:pod-startup).
+  const traceFile = process.env.KUBIT_KUBELET_TRACE_FILE;
+  const trace = traceFile ? fileTracer(traceFile) : undefined;
+  const statusSink = new ApiPodStatusSink(client, log, trace);
+  shutdown.add(() => statusSink.close());
   const manager = new PodManager({
     runtime,
     objects: new ApiObjectSource(client),
-    statusSink: new ApiPodStatusSink(client, log),
+    statusSink,
     events,
     log,
     hostIP: nodeIP,
@@ -230,6 +236,7 @@ async function run(flags: Flags): Promise<void> {
     podLogsDir: flags.podLogsDir,
     maxPods: flags.maxPods,
     networkNotReady: () => agent.networkNotReady(),
+    trace,
   });
   agent.onPodCidr(() => manager.syncAll());
   shutdown.add(() => manager.stop());
@@ -237,6 +244,8 @@ async function run(flags: Flags): Promise<void> {
 
   const informer = new Informer<Pod>(client, resources.pods, {
     fieldSelector: `spec.nodeName=${nodeName}`,
+    // After an apiserver outage, see pod changes again within seconds, not after a 30 s backoff.
+    backoff: { baseDelayMs: 200, maxDelayMs: 5000 },
     onError: (err) => log.warn({ err: (err as Error).message }, 'pod watch failed, retrying'),
   });
   let started = false;

@@ -140,7 +140,12 @@ test('a pod bound to the node runs, reports Running with an IP, events and logs;
     250,
   );
   assert.equal(running.status?.hostIP, '127.0.0.1');
-  const res = await fetch(`http://${running.status?.podIP}/`, { headers: { 'user-agent': 'kubit-e2e' } });
+  // Running means started, not yet listening: nginx may need a moment to bind port 80.
+  const res = await waitFor('nginx to answer on the pod IP', () =>
+    fetch(`http://${running.status?.podIP}/`, { headers: { 'user-agent': 'kubit-e2e' } }).catch(
+      () => undefined,
+    ),
+  );
   assert.equal(res.status, 200);
   const events = await waitFor('Started event', async () => {
     const list = await client.list<Event>(resources.events, { namespace: 'default' });

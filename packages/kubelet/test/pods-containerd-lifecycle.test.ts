@@ -53,7 +53,7 @@ test('init containers run in order before the main container', async () => {
   assert.deepEqual(await node.logLines(pod, 'main'), ['one', 'two']);
 });
 
-test('configMap, secret, memory emptyDir and env reach the container', async () => {
+test('configMap, secret, projected, memory emptyDir and env reach the container', async () => {
   node.objects.putConfigMap({
     metadata: { name: 'app', namespace: 'default' },
     data: { 'app.conf': 'color=blue' },
@@ -67,6 +67,15 @@ test('configMap, secret, memory emptyDir and env reach the container', async () 
       { name: 'conf', configMap: { name: 'app' } },
       { name: 'creds', secret: { secretName: 'creds' } },
       { name: 'mem', emptyDir: { medium: 'Memory' } },
+      {
+        name: 'proj',
+        projected: {
+          sources: [
+            { configMap: { name: 'app' } },
+            { downwardAPI: { items: [{ path: 'podname', fieldRef: { fieldPath: 'metadata.name' } }] } },
+          ],
+        },
+      },
     ],
     containers: [
       {
@@ -75,21 +84,29 @@ test('configMap, secret, memory emptyDir and env reach the container', async () 
         command: [
           'sh',
           '-c',
-          'cat /etc/app/app.conf; echo; cat /etc/creds/password; echo; echo "$GREETING"; grep -c " /scratch tmpfs" /proc/mounts; sleep 3600',
+          'cat /etc/app/app.conf; echo; cat /etc/creds/password; echo; echo "$GREETING"; grep -c " /scratch tmpfs" /proc/mounts; cat /etc/proj/app.conf; echo; cat /etc/proj/podname; echo; sleep 3600',
         ],
         env: [{ name: 'GREETING', valueFrom: { configMapKeyRef: { name: 'app', key: 'app.conf' } } }],
         volumeMounts: [
           { name: 'conf', mountPath: '/etc/app' },
           { name: 'creds', mountPath: '/etc/creds', readOnly: true },
           { name: 'mem', mountPath: '/scratch' },
+          { name: 'proj', mountPath: '/etc/proj', readOnly: true },
         ],
       },
     ],
   });
   node.manager.upsert(pod);
   await waitStatus(node.sink, pod, 'Running', (st) => st.phase === 'Running', 60_000);
-  await waitUntil('the output', async () => (await node.logLines(pod, 'c')).length >= 4);
-  assert.deepEqual(await node.logLines(pod, 'c'), ['color=blue', 's3cret', 'color=blue', '1']);
+  await waitUntil('the output', async () => (await node.logLines(pod, 'c')).length >= 6);
+  assert.deepEqual(await node.logLines(pod, 'c'), [
+    'color=blue',
+    's3cret',
+    'color=blue',
+    '1',
+    'color=blue',
+    'vols',
+  ]);
 });
 
 test('deleting a pod stops it within the grace period and frees its IP', async () => {
@@ -117,6 +134,28 @@ test('deleting a pod stops it within the grace period and frees its IP', async (
     [],
   );
   assert.ok(node.sink.reasons('default/del').includes('Killing'));
+});
+
+test('a container that ignores SIGTERM is killed once the grace period is over', async () => {
+  // sleep as PID 1 has no SIGTERM handler, so the signal does nothing: only SIGKILL ends it.
+  const pod = makePod('stubborn', {
+    terminationGracePeriodSeconds: 30,
+    containers: [{ name: 'c', image: 'busybox:latest', command: ['sleep', '3600'] }],
+  });
+  node.manager.upsert(pod);
+  await waitStatus(node.sink, pod, 'Running', (st) => st.phase === 'Running', 60_000);
+  const deletedAt = Date.now();
+  node.manager.upsert({
+    ...pod,
+    metadata: { ...pod.metadata, deletionTimestamp: new Date().toISOString(), deletionGracePeriodSeconds: 2 },
+  });
+  await waitUntil('podTerminated', () => node.sink.terminated.includes('default/stubborn'), 20_000);
+  const took = Date.now() - deletedAt;
+  assert.ok(took >= 2000, `the kubelet waited out the 2 s grace period before SIGKILL (took ${took} ms)`);
+  assert.deepEqual(
+    await node.runtime.listContainers({ labelSelector: { [POD_UID_LABEL]: pod.metadata?.uid ?? '' } }),
+    [],
+  );
 });
 
 test('a kubelet killed with SIGKILL and started again adopts its pod: no duplicate container', async () => {

@@ -1,6 +1,12 @@
-// Label selectors compiled once into predicates, so matching in the hot path is a
-// few map lookups. Semantics are Kubernetes': a null selector matches nothing,
-// an empty one matches everything.
+// Label selectors for the scheduler's hot path: @kubit/api compiles them (the
+// same semantics and errors as the apiserver's: a null selector matches
+// nothing, an empty one everything); this adds what the plugins index by.
+import {
+  type Selector as ApiSelector,
+  everything as apiEverything,
+  nothing as apiNothing,
+  labelSelectorAsSelector,
+} from '@kubit/api';
 import type { LabelSelector } from './types.js';
 
 export type Labels = Readonly<Record<string, string>>;
@@ -12,14 +18,22 @@ export interface Selector {
   readonly empty: boolean;
 }
 
-const nothing: Selector = { matches: () => false, singlePair: null, empty: false };
-const everything: Selector = { matches: () => true, singlePair: null, empty: true };
+function adapt(sel: ApiSelector): Selector {
+  const reqs = sel.requirements;
+  const only = reqs.length === 1 ? reqs[0] : undefined;
+  const pinned =
+    only &&
+    (only.operator === '=' || only.operator === '==' || only.operator === 'in') &&
+    only.values.length === 1;
+  return {
+    matches: (labels) => sel.matches(labels),
+    singlePair: pinned ? `${only.key}=${only.values[0]}` : null,
+    empty: sel.empty(),
+  };
+}
 
-type Requirement = {
-  key: string;
-  op: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
-  values: ReadonlySet<string>;
-};
+const nothing = adapt(apiNothing());
+const everything = adapt(apiEverything());
 
 export function selectorNothing(): Selector {
   return nothing;
@@ -29,51 +43,8 @@ export function selectorEverything(): Selector {
   return everything;
 }
 
+/** Compiles a LabelSelector once; throws (naming the problem) on an invalid operator or value. */
 export function compileLabelSelector(sel: LabelSelector | null | undefined): Selector {
   if (sel === null || sel === undefined) return nothing;
-  const reqs: Requirement[] = [];
-  for (const [key, value] of Object.entries(sel.matchLabels ?? {})) {
-    reqs.push({ key, op: 'In', values: new Set([value]) });
-  }
-  for (const e of sel.matchExpressions ?? []) {
-    const op = e.operator;
-    if (op !== 'In' && op !== 'NotIn' && op !== 'Exists' && op !== 'DoesNotExist') {
-      throw new Error(`invalid label selector operator "${op}": expected In, NotIn, Exists or DoesNotExist`);
-    }
-    if ((op === 'In' || op === 'NotIn') && (e.values ?? []).length === 0) {
-      throw new Error(
-        `label selector requirement on "${e.key}" with operator ${op} needs at least one value`,
-      );
-    }
-    reqs.push({ key: e.key, op, values: new Set(e.values ?? []) });
-  }
-  if (reqs.length === 0) return everything;
-  let singlePair: string | null = null;
-  if (reqs.length === 1 && reqs[0].op === 'In' && reqs[0].values.size === 1) {
-    singlePair = `${reqs[0].key}=${[...reqs[0].values][0]}`;
-  }
-  return {
-    singlePair,
-    empty: false,
-    matches(labels: Labels): boolean {
-      for (const r of reqs) {
-        const v = Object.hasOwn(labels, r.key) ? labels[r.key] : undefined;
-        switch (r.op) {
-          case 'In':
-            if (v === undefined || !r.values.has(v)) return false;
-            break;
-          case 'NotIn':
-            if (v !== undefined && r.values.has(v)) return false;
-            break;
-          case 'Exists':
-            if (v === undefined) return false;
-            break;
-          case 'DoesNotExist':
-            if (v !== undefined) return false;
-            break;
-        }
-      }
-      return true;
-    },
-  };
+  return adapt(labelSelectorAsSelector(sel));
 }

@@ -154,7 +154,7 @@ describe('quantities and selectors', () => {
     assert.equal(s.matches({ app: 'web', constructor: 'x' }), false);
     assert.throws(
       () => compileLabelSelector({ matchExpressions: [{ key: 'a', operator: 'Gt', values: ['1'] }] }),
-      /invalid label selector operator "Gt"/,
+      /"Gt" is not a valid label selector operator/,
     );
   });
 });

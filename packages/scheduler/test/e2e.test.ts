@@ -1,6 +1,8 @@
 // kubit-scheduler as a real process against a real kubit-apiserver (and etcd):
 // pods created through the API get bound through pods/binding, the 4th
-// anti-affine replica gets the Unschedulable condition and event, and with two
+// anti-affine replica gets the Unschedulable condition and event, taints keep
+// pods off a node unless tolerated, pod affinity co-locates, requests beyond
+// every node are reported per reason, and with two
 // leader-elected replicas a pod is never bound twice across a failover.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -180,6 +182,80 @@ describe('kubit-scheduler against the apiserver', { timeout: 150_000 }, () => {
       assert.match(metrics, /scheduler_pending_pods\{queue="unschedulable"\} 0/);
     } catch (err) {
       dumpLogs(cp, ['scheduler-single']);
+      throw err;
+    } finally {
+      await sched.stop();
+    }
+  });
+
+  it('places by taints and tolerations, pod affinity and resources, with the reasons users read', async () => {
+    const port = await freePort();
+    const sched = startScheduler(
+      cp,
+      schedulerKubeconfig,
+      port,
+      ['--leader-elect=false'],
+      'scheduler-placement',
+    );
+    const condition = async (name: string) =>
+      waitFor(`${name} to be marked unschedulable`, async () => {
+        const c = (await getPod(client, name)).status?.conditions?.find((x) => x.type === 'PodScheduled');
+        return c?.status === 'False' ? c : undefined;
+      });
+    const boundTo = (name: string) =>
+      waitFor(`${name} to be bound`, async () => (await getPod(client, name)).spec?.nodeName || undefined);
+    try {
+      const nodes = (await client.list(resources.nodes)).items.length;
+      // A tainted node that only a tolerating pod may use; every other node lacks its label.
+      await createNode(
+        client,
+        node('gpu-1', {
+          labels: { pool: 'gpu' },
+          taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }],
+        }),
+      );
+      const all = nodes + 1;
+      await client.create(resources.pods, pod('trainer', { nodeSelector: { pool: 'gpu' } }) as Pod & Obj);
+      const untolerated = await condition('trainer');
+      assert.equal(
+        untolerated.message,
+        `0/${all} nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, ${all - 1} node(s) didn't match Pod's node affinity/selector.`,
+      );
+      assert.equal(untolerated.reason, 'Unschedulable');
+      const tolerating = pod('trainer-2', {
+        nodeSelector: { pool: 'gpu' },
+        tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }],
+      });
+      await client.create(resources.pods, tolerating as Pod & Obj);
+      assert.equal(await boundTo('trainer-2'), 'gpu-1');
+
+      // Required pod affinity puts the pod where its peer runs, over any topology key (here: the host).
+      await client.create(resources.pods, pod('cache', {}, { labels: { app: 'cache' } }) as Pod & Obj);
+      const cacheNode = await boundTo('cache');
+      for (let i = 0; i < 3; i++) {
+        const near = pod(`near-cache-${i}`, {
+          affinity: {
+            podAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: [
+                { labelSelector: { matchLabels: { app: 'cache' } }, topologyKey: 'kubernetes.io/hostname' },
+              ],
+            },
+          },
+        });
+        await client.create(resources.pods, near as Pod & Obj);
+        assert.equal(await boundTo(`near-cache-${i}`), cacheNode, `near-cache-${i} sits with the cache`);
+      }
+
+      // Requests beyond every node's allocatable: counted per reason, over all nodes.
+      await client.create(resources.pods, pod('huge', { cpu: '64', memory: '1Ti' }) as Pod & Obj);
+      const huge = await condition('huge');
+      assert.equal(
+        huge.message,
+        `0/${all} nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, ${all - 1} Insufficient cpu, ${all - 1} Insufficient memory.`,
+      );
+      assert.equal((await getPod(client, 'huge')).spec?.nodeName ?? '', '');
+    } catch (err) {
+      dumpLogs(cp, ['scheduler-placement']);
       throw err;
     } finally {
       await sched.stop();

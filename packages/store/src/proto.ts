@@ -39,7 +39,28 @@ export const etcdServices = {
   Cluster: loaded.etcdserverpb.Cluster,
   Maintenance: loaded.etcdserverpb.Maintenance,
 };
-export const RaftPeerService = loaded.kubitstore.RaftPeer;
+/**
+ * kubitstore.RaftPeer as written in store.proto, plus Stream: a long-lived
+ * bidi stream of RaftBatch (out) and RaftAck (back), so that peer traffic does
+ * not pay a whole unary call (HTTP/2 stream, headers, trailers) per batch. It
+ * reuses Send's message types; defined here so store.proto stays as it is.
+ */
+function raftPeerService(): grpc.ServiceClientConstructor {
+  const base = loaded.kubitstore.RaftPeer.service;
+  const send = base.Send;
+  const stream: grpc.MethodDefinition<unknown, unknown> = {
+    path: '/kubitstore.RaftPeer/Stream',
+    requestStream: true,
+    responseStream: true,
+    requestSerialize: send.requestSerialize,
+    requestDeserialize: send.requestDeserialize,
+    responseSerialize: send.responseSerialize,
+    responseDeserialize: send.responseDeserialize,
+    originalName: 'Stream',
+  };
+  return grpc.makeGenericClientConstructor({ ...base, Stream: stream }, 'kubitstore.RaftPeer');
+}
+export const RaftPeerService = raftPeerService();
 
 interface Codec<T> {
   encode(msg: T): Buffer;

@@ -1,8 +1,9 @@
 // Log compaction and snapshots: with a small --snapshot-count the leader drops
 // old log entries, so a member that was down while many writes happened can
-// only catch up from a snapshot of the MVCC state (MsgSnap).
+// only catch up from a snapshot of the MVCC state (MsgSnap); so can a member
+// whose data directory was wiped.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { StoreCluster, waitFor } from '@kubit/testkit';
 import { KvClient } from './kv-client.js';
@@ -20,7 +21,8 @@ test('a member that missed compacted entries catches up from a snapshot, history
   const leader = await cluster.leaderIndex();
   const lagging = (leader + 1) % 3;
   await cluster.stopMember(lagging);
-  const kv = new KvClient(cluster.endpoints);
+  // A generous deadline: two members must fsync each write, on a machine that may be loaded.
+  const kv = new KvClient(cluster.endpoints, 10_000);
   try {
     // Ten writers on distinct keys; each key's last value is known.
     await Promise.all(
@@ -55,4 +57,51 @@ test('a member that missed compacted entries catches up from a snapshot, history
   assert.equal(past.stdout, pastOther.stdout);
   // And it serves writes as a full member again.
   assert.equal((await cluster.etcdctl(['put', 'after/snap', 'ok'], { endpoints: endpoint })).code, 0);
+});
+
+test('a wiped follower (data dir removed) catches up from a snapshot and serves as a full member', async () => {
+  // Whatever the test before left stopped runs again first.
+  for (let i = 0; i < 3; i++) if (!cluster.members[i].process?.running) cluster.startMember(i);
+  await cluster.waitReady();
+  const leader = await waitFor('a leader', async () => {
+    const i = await cluster.leaderIndex();
+    return i >= 0 ? i : undefined;
+  });
+  const wiped = (leader + 2) % 3;
+  await cluster.stopMember(wiped);
+  await rm(cluster.members[wiped].dataDir, { recursive: true, force: true });
+  await rm(cluster.members[wiped].logFile, { force: true });
+  const kv = new KvClient(cluster.endpoints, 10_000);
+  try {
+    // Far more entries than --snapshot-count: the log it would need is gone.
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        for (let i = w; i < 80; i += 8) await kv.put(`wiped/${i % 20}`, `w${i}`);
+      }),
+    );
+  } finally {
+    kv.close();
+  }
+  // Nothing on disk: it joins the cluster it is listed in, as a member added later would.
+  cluster.startMember(wiped, 'existing');
+  await cluster.waitReady();
+  const endpoint = [cluster.members[wiped].endpoint];
+  await waitFor('the wiped member to catch up', async () => {
+    const r = await cluster.etcdctl(['get', 'wiped/', '--prefix', '--consistency=s'], {
+      endpoints: endpoint,
+    });
+    return r.stdout.includes('w79');
+  });
+  assert.match(await readFile(cluster.members[wiped].logFile, 'utf8'), /restored state from a snapshot/);
+  const other = [cluster.members[leader].endpoint];
+  const mine = await cluster.etcdctl(['get', '', '--from-key', '-w', 'json', '--consistency=s'], {
+    endpoints: endpoint,
+  });
+  const theirs = await cluster.etcdctl(['get', '', '--from-key', '-w', 'json'], { endpoints: other });
+  const kvs = (s: string) => (JSON.parse(s) as { kvs: unknown[] }).kvs;
+  assert.deepEqual(kvs(mine.stdout), kvs(theirs.stdout));
+  // It votes and serves again: a write through it, read back linearizably through it.
+  assert.equal((await cluster.etcdctl(['put', 'after/wipe', 'ok'], { endpoints: endpoint })).code, 0);
+  const back = await cluster.etcdctl(['get', 'after/wipe', '--print-value-only'], { endpoints: endpoint });
+  assert.equal(back.stdout.trim(), 'ok');
 });

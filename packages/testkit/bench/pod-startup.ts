@@ -7,15 +7,25 @@
 // p99 ≤ 1 s for the batch of 20. Needs root.
 //
 //   node packages/testkit/dist/bench/pod-startup.js [--store=kubit-store|etcd]
-//        [--members=3] [--singles=10] [--batch=20]
+//        [--members=3] [--singles=10] [--batch=20] [--pull-policy=IfNotPresent|Always]
+//        [--kubelet=path/to/main.ts]
+//
+// --pull-policy: the pods' imagePullPolicy (busybox:latest would default to
+// Always, a registry round trip per pod that the floor does not make).
+// --kubelet: run that kubelet entry point from sources (tsx) instead of
+// packages/kubelet's dist, e.g. an older copy for a before/after comparison.
+//
+// The kubelet traces each pod's start-up steps (KUBIT_KUBELET_TRACE_FILE); the
+// run prints, per step, how long after the POST it happened.
 //
 // Build first: npx tsc -b packages/testkit packages/apiserver packages/scheduler packages/kubelet packages/store
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { Node, Pod } from '@kubit/api';
 import { type KubeClient, resources } from '@kubit/client';
 import { startContainerd } from '../src/containerd.js';
 import { BUSYBOX_IMAGE, pushTestImages } from '../src/images.js';
-import { daemonCommand, freePort, startProcess, tempDir, waitFor } from '../src/process.js';
+import { daemonCommand, freePort, repoRoot, startProcess, tempDir, waitFor } from '../src/process.js';
 import { startRegistry } from '../src/registry.js';
 import {
   benchClient,
@@ -39,16 +49,59 @@ const SCRIPT = 'bench:pod-startup';
 const NODE = 'bench-node';
 const NS = 'default';
 
-function podBody(name: string): Pod {
+function podBody(name: string, pullPolicy: string): Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace: NS },
     spec: {
       terminationGracePeriodSeconds: 1,
-      containers: [{ name: 'c', image: 'busybox:latest', command: ['sleep', '3600'] }],
+      containers: [
+        { name: 'c', image: 'busybox:latest', imagePullPolicy: pullPolicy, command: ['sleep', '3600'] },
+      ],
     },
   };
+}
+
+/** The kubelet's start-up steps in order (packages/kubelet/src/pods/trace.ts). */
+const STEPS = [
+  'watch-delivered',
+  'sync-start',
+  'volumes-ready',
+  'sandbox-started',
+  'image-checked',
+  'container-created',
+  'container-started',
+  'status-set',
+  'status-written',
+] as const;
+
+/** uid → step → first time (epoch ms) from the kubelet's trace file; status steps only for Running. */
+function readTrace(file: string): Map<string, Map<string, number>> {
+  const out = new Map<string, Map<string, number>>();
+  let text = '';
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return out;
+  }
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    const e = JSON.parse(line) as { uid: string; step: string; t: number; detail?: string };
+    if ((e.step === 'status-set' || e.step === 'status-written') && e.detail !== 'Running') continue;
+    const steps = out.get(e.uid) ?? new Map<string, number>();
+    if (!steps.has(e.step)) steps.set(e.step, e.t);
+    out.set(e.uid, steps);
+  }
+  return out;
+}
+
+interface Started {
+  name: string;
+  uid: string;
+  /** Epoch ms of the POST. */
+  postedAtEpoch: number;
+  ms: number;
 }
 
 /** Notes when each pod is first seen Running on a watch. */
@@ -73,13 +126,18 @@ async function startPods(
   client: KubeClient,
   runningAt: Map<string, number>,
   names: string[],
+  pullPolicy: string,
   timeoutMs = 120_000,
-): Promise<number[]> {
+): Promise<Started[]> {
   const postedAt = new Map<string, number>();
+  const postedAtEpoch = new Map<string, number>();
+  const uids = new Map<string, string>();
   await Promise.all(
     names.map(async (name) => {
       postedAt.set(name, now());
-      await client.create(resources.pods, podBody(name), { namespace: NS });
+      postedAtEpoch.set(name, performance.timeOrigin + now());
+      const created = await client.create<Pod>(resources.pods, podBody(name, pullPolicy), { namespace: NS });
+      uids.set(name, created.metadata?.uid ?? '');
     }),
   );
   const end = now() + timeoutMs;
@@ -87,7 +145,34 @@ async function startPods(
   const missing = names.filter((n) => !runningAt.has(n));
   if (missing.length)
     throw new Error(`${missing.length} pods not Running after ${timeoutMs} ms: ${missing.join(', ')}`);
-  return names.map((n) => (runningAt.get(n) ?? 0) - (postedAt.get(n) ?? 0));
+  return names.map((name) => ({
+    name,
+    uid: uids.get(name) ?? '',
+    postedAtEpoch: postedAtEpoch.get(name) ?? 0,
+    ms: (runningAt.get(name) ?? 0) - (postedAt.get(name) ?? 0),
+  }));
+}
+
+/** Rows of (step, p50 and p99 of ms after the POST) for the pods in `started`. */
+function stepRows(started: Started[], trace: Map<string, Map<string, number>>): string[][] {
+  const rows: string[][] = [];
+  for (const step of STEPS) {
+    const xs = sortedCopy(
+      started.flatMap((p) => {
+        const t = trace.get(p.uid)?.get(step);
+        return t === undefined ? [] : [t - p.postedAtEpoch];
+      }),
+    );
+    if (xs.length) rows.push([step, String(xs.length), ms(percentile(xs, 50)), ms(percentile(xs, 99))]);
+  }
+  const seen = sortedCopy(started.map((p) => p.ms));
+  rows.push([
+    'Running seen by the watch',
+    String(seen.length),
+    ms(percentile(seen, 50)),
+    ms(percentile(seen, 99)),
+  ]);
+  return rows;
 }
 
 interface Row {
@@ -106,7 +191,12 @@ runBench(async (cleanup) => {
     members: 3,
     singles: 10,
     batch: 20,
+    'pull-policy': 'IfNotPresent',
+    kubelet: '',
   });
+  const pullPolicy = flags['pull-policy'];
+  if (!['IfNotPresent', 'Always'].includes(pullPolicy))
+    throw new UsageError(`${SCRIPT}: --pull-policy takes IfNotPresent or Always, not "${pullPolicy}"`);
   const program = storeProgram(SCRIPT, flags.store);
   if (process.getuid?.() !== 0) throw new UsageError(`${SCRIPT} needs root: containerd, CNI and mounts`);
   const header = machineHeader();
@@ -124,7 +214,13 @@ runBench(async (cleanup) => {
   cleanup.add('containerd', () => containerd.stop());
 
   const server = cp.pki.kubeletServer(NODE);
-  const kubeletCmd = daemonCommand('kubelet', 'main.ts');
+  const kubeletCmd = flags.kubelet
+    ? {
+        command: process.execPath,
+        args: ['--conditions=kubit-source', '--import', 'tsx', resolve(repoRoot, flags.kubelet)],
+      }
+    : daemonCommand('kubelet', 'main.ts');
+  const traceFile = join(root.path, 'startup-trace.jsonl');
   const kubelet = startProcess({
     name: 'kubit-kubelet',
     command: kubeletCmd.command,
@@ -142,7 +238,7 @@ runBench(async (cleanup) => {
       `--client-ca-file=${cp.caFile}`,
       `--pod-cidr=${containerd.podCidr}`,
     ],
-    env: { KUBIT_LOG_FORMAT: 'json' },
+    env: { KUBIT_LOG_FORMAT: 'json', KUBIT_KUBELET_TRACE_FILE: traceFile },
     logFile: join(cp.logDir, 'kubelet.log'),
   });
   // Registered after containerd, so it is stopped before containerd is.
@@ -172,7 +268,7 @@ runBench(async (cleanup) => {
       const n = await client.get<Node>(resources.nodes, NODE).catch(() => undefined);
       return n?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
     },
-    90_000,
+    300_000, // a kubelet from sources on a loaded machine can take minutes to come up
     200,
   );
 
@@ -180,7 +276,7 @@ runBench(async (cleanup) => {
   const watch = watchRunning(client, list.metadata.resourceVersion ?? '0');
   cleanup.add('watch', () => watch.stop());
   progress('warm-up pod (pulls busybox and the pause image)');
-  await startPods(client, watch.runningAt, ['warm-up']);
+  await startPods(client, watch.runningAt, ['warm-up'], pullPolicy);
 
   // The floor, on the same containerd with the image present.
   progress(`floor: ${flags.singles} sandboxes one at a time, then ${flags.batch} at once, through CRI`);
@@ -207,15 +303,19 @@ runBench(async (cleanup) => {
   for (const id of sandboxes) await removeSandbox(cri, id);
 
   progress(`kubit: ${flags.singles} pods one at a time, then ${flags.batch} at once`);
-  const singles: number[] = [];
+  const singleRuns: Started[] = [];
   for (let i = 0; i < flags.singles; i++) {
-    singles.push(...(await startPods(client, watch.runningAt, [`single-${i}`])));
+    singleRuns.push(...(await startPods(client, watch.runningAt, [`single-${i}`], pullPolicy)));
   }
-  const batch = await startPods(
+  const batchRuns = await startPods(
     client,
     watch.runningAt,
     Array.from({ length: flags.batch }, (_, i) => `batch-${i}`),
+    pullPolicy,
   );
+  const singles = singleRuns.map((r) => r.ms);
+  const batch = batchRuns.map((r) => r.ms);
+  const trace = readTrace(traceFile);
 
   const fs = sortedCopy(floorSingles);
   const fb = sortedCopy(floorBatch.map((r) => r.ms));
@@ -265,7 +365,9 @@ runBench(async (cleanup) => {
 
   process.stdout.write(`${header}\n\n`);
   process.stdout.write(
-    `pod startup on kubit-apiserver + kubit-scheduler + one kubit-kubelet on containerd 1.6, store ${storeTitle}; busybox present; ms${
+    `pod startup on kubit-apiserver + kubit-scheduler + one kubit-kubelet${
+      flags.kubelet ? ` (${flags.kubelet}, from sources)` : ''
+    } on containerd 1.6, store ${storeTitle}; busybox present, imagePullPolicy ${pullPolicy}; ms${
       down.length ? `; ${down.join(', ')}` : ''
     }\n\n`,
   );
@@ -283,5 +385,12 @@ runBench(async (cleanup) => {
         r.verdict,
       ]),
     )}\n`,
+  );
+  const steps = ['step of the kubelet (first time)', 'pods', 'p50 ms after POST', 'p99 ms after POST'];
+  process.stdout.write(
+    `\nwhere the time goes, one pod at a time:\n\n${table(steps, stepRows(singleRuns, trace))}\n`,
+  );
+  process.stdout.write(
+    `\nwhere the time goes, batch of ${flags.batch}:\n\n${table(steps, stepRows(batchRuns, trace))}\n`,
   );
 });

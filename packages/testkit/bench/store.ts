@@ -1,51 +1,101 @@
-// pnpm bench:store — puts per second and latency of kubit-store against a
-// real etcd 3.4, side by side in one run, same machine, same client (the npm
-// etcd3 client), same value size, for several numbers of concurrent clients.
+// pnpm bench:store — kubit-store against a real etcd 3.4, side by side in one
+// run, same machine, same disk, same client (the npm etcd3 client), same
+// 256-byte values and sequential keys, for several numbers of concurrent
+// clients and four workloads:
+//   put           puts of sequential keys
+//   range-linear  linearizable single-key ranges (ReadIndex on kubit-store)
+//   range-serial  serializable single-key ranges (member-local)
+//   watch         put-to-event latency seen by --watchers watchers of the prefix
+// and each store's resident memory (every member, after its rows).
 //
-//   node packages/testkit/dist/src/bench/store.js [--clients=1,16,128,512]
-//        [--seconds=5] [--value-bytes=256] [--members=1]
+//   node packages/testkit/dist/bench/store.js [--clients=1,16,128,512]
+//        [--seconds=3] [--value-bytes=256] [--members=3] [--watchers=100]
+//        [--workloads=put,range-linear,range-serial,watch] [--programs=etcd,kubit-store]
 //
-// kubit-store runs from its dist/ (run `pnpm build` first).
+// kubit-store runs from its dist/ (run `pnpm build` first); KUBIT_STORE_MAIN
+// names another build of main.js (to compare a before and an after).
 import { existsSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
+import { loadavg } from 'node:os';
 import { Etcd3 } from 'etcd3';
 import { type StoreCluster as Cluster, etcdInstalled, StoreCluster, type StoreProgram } from '../src/etcd.js';
 import { daemonCommand } from '../src/process.js';
+import { machineHeader, ms, now, percentile, progress, rssMiB, sleep, table, UsageError } from './common.js';
+
+const WORKLOADS = ['put', 'range-linear', 'range-serial', 'watch'] as const;
+type Workload = (typeof WORKLOADS)[number];
+const PROGRAMS: readonly StoreProgram[] = ['etcd', 'kubit-store'];
+/** Keys the range workloads read (written once before them). */
+const READ_KEYS = 1000;
 
 interface Options {
   clients: number[];
   seconds: number;
   valueBytes: number;
   members: number;
+  watchers: number;
+  workloads: Workload[];
+  programs: StoreProgram[];
+}
+
+function list(name: string, value: string): string[] {
+  const items = value.split(',').filter((s) => s !== '');
+  if (items.length === 0) throw new UsageError(`bench:store: --${name} needs at least one value`);
+  return items;
 }
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { clients: [1, 16, 128, 512], seconds: 5, valueBytes: 256, members: 1 };
+  const opts: Options = {
+    clients: [1, 16, 128, 512],
+    seconds: 3,
+    valueBytes: 256,
+    members: 3,
+    watchers: 100,
+    workloads: [...WORKLOADS],
+    programs: [...PROGRAMS],
+  };
   for (const arg of argv) {
-    const [name, value] = arg.replace(/^--/, '').split('=');
+    const m = /^--([a-z-]+)=(.*)$/.exec(arg);
+    if (!m) throw new UsageError(`bench:store: malformed argument "${arg}" (expected --name=value)`);
+    const [, name, value] = m;
     const n = Number(value);
-    if (name === 'clients') opts.clients = value.split(',').map(Number);
+    if (name === 'clients') opts.clients = list(name, value).map(Number);
     else if (name === 'seconds' && n > 0) opts.seconds = n;
     else if (name === 'value-bytes' && n > 0) opts.valueBytes = n;
-    else if (name === 'members' && n > 0) opts.members = n;
-    else throw new Error(`unknown or bad argument ${arg} (see the comment at the top of bench/store.ts)`);
+    else if (name === 'members' && Number.isInteger(n) && n > 0) opts.members = n;
+    else if (name === 'watchers' && Number.isInteger(n) && n > 0) opts.watchers = n;
+    else if (name === 'workloads') {
+      const ws = list(name, value);
+      const bad = ws.find((w) => !(WORKLOADS as readonly string[]).includes(w));
+      if (bad) throw new UsageError(`bench:store: unknown workload "${bad}"; known: ${WORKLOADS.join(',')}`);
+      opts.workloads = ws as Workload[];
+    } else if (name === 'programs') {
+      const ps = list(name, value);
+      const bad = ps.find((p) => !(PROGRAMS as readonly string[]).includes(p));
+      if (bad) throw new UsageError(`bench:store: unknown program "${bad}"; known: ${PROGRAMS.join(',')}`);
+      opts.programs = ps as StoreProgram[];
+    } else
+      throw new UsageError(
+        `bench:store: unknown or bad argument ${arg} (see the comment at the top of bench/store.ts)`,
+      );
   }
   if (opts.clients.some((c) => !Number.isInteger(c) || c < 1 || c > 4096))
-    throw new Error('--clients takes integers in [1, 4096]');
+    throw new UsageError('bench:store: --clients takes integers in [1, 4096]');
   return opts;
 }
 
 /** kubit-store's built entry point (benchmarks run dist/, never sources). */
 function storeCommand(): { command: string; args: string[] } {
   const cmd = daemonCommand('store', 'main.ts');
-  if (!existsSync(cmd.args[cmd.args.length - 1])) {
-    throw new Error('packages/store/dist/src/main.js is missing: run "pnpm build" first');
-  }
+  const override = process.env.KUBIT_STORE_MAIN;
+  if (override) cmd.args[cmd.args.length - 1] = override;
+  const main = cmd.args[cmd.args.length - 1];
+  if (!existsSync(main)) throw new UsageError(`${main} is missing: run "pnpm build" first`);
   return cmd;
 }
 
 interface Row {
   program: StoreProgram;
+  workload: Workload;
   clients: number;
   ops: number;
   errors: number;
@@ -54,88 +104,235 @@ interface Row {
   p99: number;
 }
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+interface Run {
+  latencies: number[];
+  errors: number;
+  elapsed: number;
 }
 
-/** `clients` concurrent request loops for `seconds`, spread over a few connections. */
-async function measure(cluster: Cluster, clients: number, opts: Options): Promise<Row> {
-  const connections = Math.min(clients, 8);
-  const hosts = cluster.endpoints.map((e) => `http://${e}`);
-  const pool = Array.from({ length: connections }, () => new Etcd3({ hosts }));
-  const value = Buffer.alloc(opts.valueBytes, 'x');
+/** `clients` loops calling `op(client, i)` for `seconds`, spread over a few connections. */
+async function loop(
+  pool: Etcd3[],
+  clients: number,
+  seconds: number,
+  op: (client: Etcd3, id: number, i: number) => Promise<unknown>,
+): Promise<Run> {
   const latencies: number[] = [];
   let errors = 0;
-  // Warm up the connections.
-  await Promise.all(pool.map((c, i) => c.put(`bench/warm/${i}`).value(value)));
-  const end = performance.now() + opts.seconds * 1000;
-  const start = performance.now();
+  const start = now();
+  const end = start + seconds * 1000;
   await Promise.all(
     Array.from({ length: clients }, async (_, id) => {
-      const client = pool[id % connections];
-      for (let i = 0; performance.now() < end; i++) {
-        const t0 = performance.now();
+      const client = pool[id % pool.length];
+      for (let i = 0; now() < end; i++) {
+        const t0 = now();
         try {
-          await client.put(`bench/${id}/${i % 100}`).value(value);
-          latencies.push(performance.now() - t0);
+          await op(client, id, i);
+          latencies.push(now() - t0);
         } catch {
           errors++;
+          // A failing store must not turn the loop into a busy spin.
+          await sleep(10);
         }
       }
     }),
   );
-  const elapsed = (performance.now() - start) / 1000;
-  for (const c of pool) c.close();
-  latencies.sort((a, b) => a - b);
+  return { latencies, errors, elapsed: (now() - start) / 1000 };
+}
+
+/** Watchers on one prefix; the latency of a put is measured at every watcher that sees it. */
+async function watchRun(
+  pool: Etcd3[],
+  clients: number,
+  opts: Options,
+  value: Buffer,
+  round: number,
+): Promise<Run> {
+  const prefix = `bench/watch/${round}/`;
+  const sentAt = new Map<string, number>();
+  const latencies: number[] = [];
+  const watchers = await Promise.all(
+    Array.from({ length: opts.watchers }, (_, i) => {
+      const w = pool[i % pool.length].watch().prefix(prefix).create();
+      return w.then((watcher) =>
+        watcher.on('put', (kv) => {
+          const t0 = sentAt.get(kv.key.toString());
+          if (t0 !== undefined) latencies.push(now() - t0);
+        }),
+      );
+    }),
+  );
+  const run = await loop(pool, clients, opts.seconds, (client, id, i) => {
+    const key = `${prefix}${id}/${i}`;
+    sentAt.set(key, now());
+    return client.put(key).value(value).exec();
+  });
+  // Events still on their way count too (but not forever).
+  const expected = run.latencies.length * opts.watchers;
+  for (let waited = 0; latencies.length < expected && waited < 3000; waited += 50) await sleep(50);
+  await Promise.all(watchers.map((w) => w.cancel().catch(() => undefined)));
   return {
-    program: cluster.program,
-    clients,
-    ops: latencies.length,
-    errors,
-    opsPerSec: latencies.length / elapsed,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
+    latencies,
+    errors: run.errors + (expected - Math.min(expected, latencies.length)),
+    elapsed: run.elapsed,
   };
 }
 
-function table(rows: Row[]): string {
-  const head = ['clients', 'program', 'puts/s', 'p50 ms', 'p99 ms', 'errors'];
-  const lines = rows.map((r) => [
-    String(r.clients),
-    r.program,
-    r.opsPerSec.toFixed(0),
-    r.p50.toFixed(1),
-    r.p99.toFixed(1),
-    String(r.errors),
-  ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
-  const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
-  return [fmt(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.map(fmt)].join('\n');
+async function measure(
+  cluster: Cluster,
+  workload: Workload,
+  clients: number,
+  opts: Options,
+  round: number,
+): Promise<Row> {
+  const hosts = cluster.endpoints.map((e) => `http://${e}`);
+  const pool = Array.from({ length: Math.min(clients, 8) }, () => new Etcd3({ hosts }));
+  const value = Buffer.alloc(opts.valueBytes, 'x');
+  try {
+    // Warm up every connection.
+    await Promise.all(pool.map((c, i) => c.put(`bench/warm/${i}`).value(value)));
+    let run: Run;
+    if (workload === 'put') {
+      run = await loop(pool, clients, opts.seconds, (c, id, i) =>
+        c.put(`bench/put/${id}/${i}`).value(value).exec(),
+      );
+    } else if (workload === 'watch') {
+      run = await watchRun(pool, clients, opts, value, round);
+    } else {
+      const serializable = workload === 'range-serial';
+      run = await loop(pool, clients, opts.seconds, (c, id, i) =>
+        c
+          .get(`bench/read/${(id * 7919 + i) % READ_KEYS}`)
+          .serializable(serializable)
+          .buffer(),
+      );
+    }
+    const sorted = run.latencies.sort((a, b) => a - b);
+    return {
+      program: cluster.program,
+      workload,
+      clients,
+      ops: sorted.length,
+      errors: run.errors,
+      // For watch: puts per second (each seen by every watcher).
+      opsPerSec: (workload === 'watch' ? sorted.length / opts.watchers : sorted.length) / run.elapsed,
+      p50: percentile(sorted, 50),
+      p99: percentile(sorted, 99),
+    };
+  } finally {
+    for (const c of pool) c.close();
+  }
+}
+
+async function preloadReadKeys(cluster: Cluster, value: Buffer): Promise<void> {
+  const client = new Etcd3({ hosts: cluster.endpoints.map((e) => `http://${e}`) });
+  try {
+    for (let i = 0; i < READ_KEYS; i += 50) {
+      const batch = Array.from({ length: Math.min(50, READ_KEYS - i) }, (_, j) => i + j);
+      await Promise.all(batch.map((k) => client.put(`bench/read/${k}`).value(value)));
+    }
+  } finally {
+    client.close();
+  }
+}
+
+interface Memory {
+  program: StoreProgram;
+  mib: number[];
+}
+
+function ratio(kubit: number | undefined, etcd: number | undefined): string {
+  if (kubit === undefined || etcd === undefined || !(etcd > 0)) return '-';
+  return (kubit / etcd).toFixed(2);
+}
+
+/** One line per workload and client count, both stores side by side. */
+function report(rows: Row[], memory: Memory[], opts: Options): string {
+  const find = (p: StoreProgram, w: Workload, c: number) =>
+    rows.find((r) => r.program === p && r.workload === w && r.clients === c);
+  const out: string[][] = [];
+  for (const w of opts.workloads) {
+    for (const c of opts.clients) {
+      const e = find('etcd', w, c);
+      const k = find('kubit-store', w, c);
+      const cells = (r: Row | undefined) =>
+        r ? [r.opsPerSec.toFixed(0), ms(r.p50), ms(r.p99), String(r.errors)] : ['-', '-', '-', '-'];
+      out.push([
+        w,
+        String(c),
+        ...cells(e),
+        ...cells(k),
+        ratio(k?.opsPerSec, e?.opsPerSec),
+        ratio(k?.p99, e?.p99),
+      ]);
+    }
+  }
+  const head = [
+    'workload',
+    'clients',
+    'etcd ops/s',
+    'etcd p50 ms',
+    'etcd p99 ms',
+    'etcd err',
+    'kubit ops/s',
+    'kubit p50 ms',
+    'kubit p99 ms',
+    'kubit err',
+    'ops ratio',
+    'p99 ratio',
+  ];
+  const mem = memory
+    .map(
+      (m) =>
+        `${m.program}: ${m.mib.map((x) => x.toFixed(0)).join(' + ')} MiB resident (per member, after its rows)`,
+    )
+    .join('\n');
+  return [
+    `kubit-store vs etcd 3.4: ${opts.members} member(s) on loopback, ${opts.valueBytes}-byte values, ${opts.seconds}s per row, npm etcd3 client; watch rows: ${opts.watchers} watchers, ops/s = puts/s, latency = put sent to event received at each watcher; ratios are kubit/etcd`,
+    '',
+    table(head, out),
+    '',
+    mem,
+  ].join('\n');
 }
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
-  if (!etcdInstalled())
-    throw new Error('etcd 3.4 is not installed (Debian packages etcd-server and etcd-client)');
+  if (opts.programs.includes('etcd') && !etcdInstalled())
+    throw new UsageError('etcd 3.4 is not installed (Debian packages etcd-server and etcd-client)');
+  const header = machineHeader();
   const rows: Row[] = [];
-  for (const program of ['etcd', 'kubit-store'] as const) {
-    const cluster = await StoreCluster.start({ program, size: opts.members, storeCommand: storeCommand() });
+  const memory: Memory[] = [];
+  let round = 0;
+  for (const program of opts.programs) {
+    const cluster = await StoreCluster.start({
+      program,
+      size: opts.members,
+      storeCommand: program === 'kubit-store' ? storeCommand() : undefined,
+      args: program === 'kubit-store' ? ['--log-level=warn'] : [],
+    });
     try {
-      for (const clients of opts.clients) {
-        const row = await measure(cluster, clients, opts);
-        rows.push(row);
-        process.stderr.write(
-          `${program} ${clients} clients: ${row.opsPerSec.toFixed(0)} puts/s, p99 ${row.p99.toFixed(1)} ms\n`,
-        );
+      if (opts.workloads.some((w) => w.startsWith('range')))
+        await preloadReadKeys(cluster, Buffer.alloc(opts.valueBytes, 'x'));
+      for (const workload of opts.workloads) {
+        for (const clients of opts.clients) {
+          const row = await measure(cluster, workload, clients, opts, round++);
+          rows.push(row);
+          progress(
+            `${program} ${workload} ${clients} clients: ${row.opsPerSec.toFixed(0)} ops/s, p50 ${ms(row.p50)} ms, p99 ${ms(row.p99)} ms, ${row.errors} errors`,
+          );
+        }
       }
+      const mib = cluster.members.map((m) => (m.process ? rssMiB(m.process.pid) : Number.NaN));
+      memory.push({ program, mib });
+      progress(`${program} resident memory: ${mib.map((x) => x.toFixed(0)).join(' + ')} MiB`);
     } finally {
       await cluster.destroy();
     }
   }
-  rows.sort((a, b) => a.clients - b.clients || a.program.localeCompare(b.program));
+  const [l1, l5, l15] = loadavg().map((x) => x.toFixed(2));
   process.stdout.write(
-    `kubit-store vs etcd 3.4: ${opts.members} member(s), ${opts.valueBytes}-byte values, ${opts.seconds}s per row, etcd3 client\n\n${table(rows)}\n`,
+    `${header}\nload average at end: ${l1} ${l5} ${l15}\n\n${report(rows, memory, opts)}\n`,
   );
 }
 

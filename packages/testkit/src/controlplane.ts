@@ -6,6 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
+import { StoreCluster, type StoreProgram } from './etcd.js';
 import { generatePki, type Pki } from './pki.js';
 import { daemonCommand, freePort, startProcess, type TestProcess, tempDir, waitFor } from './process.js';
 
@@ -15,6 +16,8 @@ export interface RunningStore {
   stop(): Promise<void>;
   /** The processes, for fault-injection tests (kill a member, ...). */
   processes: TestProcess[];
+  /** The cluster, when the store is a multi-member one (etcdctl, leader, ...). */
+  cluster?: StoreCluster;
 }
 
 /**
@@ -83,12 +86,49 @@ export const etcdBackend: StoreBackend = storeBackend('etcd');
 /** kubit-store, one member (from sources under the test runner). */
 export const kubitStoreBackend: StoreBackend = storeBackend('kubit-store');
 
-/** Chooses the store: KUBIT_TEST_STORE=etcd (default) or kubit-store. */
+/**
+ * A cluster of `size` members of `program` over TLS with the control plane's PKI
+ * (a quorum of real processes: what a write costs in production).
+ */
+export function clusterStoreBackend(program: StoreProgram, size: number): StoreBackend {
+  return async ({ pki }) => {
+    const cluster = await StoreCluster.start({
+      program,
+      size,
+      args: ['--log-level=warn'],
+      tls: {
+        cert: pki.store.cert,
+        key: pki.store.key,
+        ca: pki.caFile,
+        clientCert: pki.apiserverEtcdClient.cert,
+        clientKey: pki.apiserverEtcdClient.key,
+      },
+    });
+    return {
+      endpoints: cluster.allEndpoints.map((e) => `https://${e}`),
+      processes: cluster.members.flatMap((m) => (m.process ? [m.process] : [])),
+      cluster,
+      stop: () => cluster.destroy(),
+    };
+  };
+}
+
+/**
+ * Chooses the store: KUBIT_TEST_STORE=etcd (default) or kubit-store, with
+ * KUBIT_TEST_STORE_MEMBERS members (default 1).
+ */
 export function defaultStoreBackend(): StoreBackend {
   const which = process.env.KUBIT_TEST_STORE ?? 'etcd';
-  if (which === 'etcd') return etcdBackend;
-  if (which === 'kubit-store') return kubitStoreBackend;
-  throw new Error(`KUBIT_TEST_STORE=${which}: no such store backend (known: etcd, kubit-store)`);
+  const membersText = process.env.KUBIT_TEST_STORE_MEMBERS ?? '1';
+  const members = Number(membersText);
+  if (!Number.isInteger(members) || members < 1 || members > 7) {
+    throw new Error(`KUBIT_TEST_STORE_MEMBERS=${membersText}: expected a member count from 1 to 7`);
+  }
+  if (which !== 'etcd' && which !== 'kubit-store') {
+    throw new Error(`KUBIT_TEST_STORE=${which}: no such store backend (known: etcd, kubit-store)`);
+  }
+  if (members > 1) return clusterStoreBackend(which, members);
+  return which === 'etcd' ? etcdBackend : kubitStoreBackend;
 }
 
 export interface ControlPlaneOptions {
@@ -170,10 +210,13 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     const tokenFile = join(dir, 'tokens.csv');
     await writeFile(tokenFile, (options.tokens ?? []).map((l) => `${l}\n`).join(''));
     const cmd = daemonCommand('apiserver', 'main.ts');
+    // KUBIT_APISERVER_CPU_PROF=<dir>: profile the apiserver (a .cpuprofile lands there at stop).
+    const profDir = process.env.KUBIT_APISERVER_CPU_PROF;
     apiserver = startProcess({
       name: 'kubit-apiserver',
       command: cmd.command,
       args: [
+        ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
         ...cmd.args,
         `--secure-port=${port}`,
         '--bind-address=127.0.0.1',
@@ -205,7 +248,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         const r = await httpsGet(`${url}/readyz`, pki.caFile, pki.admin);
         return r.status === 200;
       },
-      60_000,
+      // Generous: on a loaded 2-core machine compiling the sources under tsx alone takes seconds.
+      120_000,
       200,
     );
     const kubeconfigPath = join(dir, 'admin.kubeconfig');

@@ -24,8 +24,20 @@ export interface ClusterMember {
   dataDir: string;
   logFile: string;
   process: TestProcess | undefined;
-  /** "127.0.0.1:port", as etcdctl --endpoints and the etcd3 client take it. */
+  /** "host:port", as etcdctl --endpoints and the etcd3 client take it. */
   endpoint: string;
+  /** The address this member listens on (127.0.0.1 unless the cluster gives it one). */
+  host: string;
+  /** This member's own peer TLS files, replacing the cluster's (e.g. a certificate from another CA). */
+  peerTls?: PeerTls;
+}
+
+/** --peer-cert-file, --peer-key-file, --peer-trusted-ca-file and --peer-client-cert-auth. */
+export interface PeerTls {
+  cert: string;
+  key: string;
+  ca: string;
+  clientCertAuth?: boolean;
 }
 
 export interface ClusterOptions {
@@ -40,6 +52,12 @@ export interface ClusterOptions {
   storeCommand?: { command: string; args: string[] };
   /** Serve clients over TLS with client certificates; etcdctl calls then present clientCert. */
   tls?: { cert: string; key: string; ca: string; clientCert: string; clientKey: string };
+  /** Peer traffic over TLS (peer URLs become https://). */
+  peerTls?: PeerTls;
+  /** The address of member i (default 127.0.0.1), e.g. its own network namespace's. */
+  host?: (index: number) => string;
+  /** A command prefix that runs member i somewhere else, e.g. ['ip', 'netns', 'exec', ns]. */
+  launcher?: (index: number) => string[];
 }
 
 export interface CommandResult {
@@ -105,21 +123,7 @@ export class StoreCluster {
     const size = opts.size ?? 1;
     const root = await tempDir(`kubit-${opts.program}-`);
     const members: ClusterMember[] = [];
-    for (let i = 0; i < size; i++) {
-      const clientPort = await freePort();
-      const peerPort = await freePort();
-      const metricsPort = await freePort();
-      members.push({
-        name: `m${i}`,
-        clientPort,
-        peerPort,
-        metricsPort,
-        dataDir: join(root.path, `m${i}`),
-        logFile: join(root.path, `m${i}.log`),
-        process: undefined,
-        endpoint: `127.0.0.1:${clientPort}`,
-      });
-    }
+    for (let i = 0; i < size; i++) members.push(await newMember(i, root.path, opts.host?.(i) ?? '127.0.0.1'));
     const cluster = new StoreCluster(
       opts.program,
       members,
@@ -160,16 +164,23 @@ export class StoreCluster {
     return t ? [`--cacert=${t.ca}`, `--cert=${t.clientCert}`, `--key=${t.clientKey}`] : [];
   }
 
+  /** Member i's peer URL (https:// when the cluster or the member has peer TLS). */
+  peerUrl(i: number): string {
+    const m = this.members[i];
+    const scheme = (m.peerTls ?? this.opts.peerTls) ? 'https' : 'http';
+    return `${scheme}://${m.host}:${m.peerPort}`;
+  }
+
   /** The flags etcd takes; kubit-store takes the same. */
   memberArgs(i: number, state: 'new' | 'existing' = 'new', initialCluster?: string): string[] {
     const m = this.members[i];
-    const cluster =
-      initialCluster ?? this.members.map((x) => `${x.name}=http://127.0.0.1:${x.peerPort}`).join(',');
+    const cluster = initialCluster ?? this.members.map((x, j) => `${x.name}=${this.peerUrl(j)}`).join(',');
+    const peerTls = m.peerTls ?? this.opts.peerTls;
     return [
       `--name=${m.name}`,
       `--data-dir=${m.dataDir}`,
-      `--listen-client-urls=${this.scheme}://127.0.0.1:${m.clientPort}`,
-      `--advertise-client-urls=${this.scheme}://127.0.0.1:${m.clientPort}`,
+      `--listen-client-urls=${this.scheme}://${m.host}:${m.clientPort}`,
+      `--advertise-client-urls=${this.scheme}://${m.host}:${m.clientPort}`,
       ...(this.opts.tls
         ? [
             `--cert-file=${this.opts.tls.cert}`,
@@ -178,12 +189,20 @@ export class StoreCluster {
             '--client-cert-auth',
           ]
         : []),
-      `--listen-peer-urls=http://127.0.0.1:${m.peerPort}`,
-      `--initial-advertise-peer-urls=http://127.0.0.1:${m.peerPort}`,
+      ...(peerTls
+        ? [
+            `--peer-cert-file=${peerTls.cert}`,
+            `--peer-key-file=${peerTls.key}`,
+            `--peer-trusted-ca-file=${peerTls.ca}`,
+            ...(peerTls.clientCertAuth === false ? [] : ['--peer-client-cert-auth']),
+          ]
+        : []),
+      `--listen-peer-urls=${this.peerUrl(i)}`,
+      `--initial-advertise-peer-urls=${this.peerUrl(i)}`,
       `--initial-cluster=${cluster}`,
       `--initial-cluster-state=${state}`,
       `--initial-cluster-token=${this.token}`,
-      `--listen-metrics-urls=http://127.0.0.1:${m.metricsPort}`,
+      `--listen-metrics-urls=http://${m.host}:${m.metricsPort}`,
       ...(this.opts.snapshotCount ? [`--snapshot-count=${this.opts.snapshotCount}`] : []),
       ...(this.opts.args ?? []),
     ];
@@ -196,9 +215,11 @@ export class StoreCluster {
       this.program === 'etcd'
         ? { command: ETCD_BINARY, args: [] }
         : (this.opts.storeCommand ?? daemonCommand('store', 'main.ts'));
+    const prefix = this.opts.launcher?.(i) ?? [];
+    const argv = [...prefix, cmd.command, ...cmd.args, ...this.memberArgs(i, state, initialCluster)];
     m.process = startProcess({
-      command: cmd.command,
-      args: [...cmd.args, ...this.memberArgs(i, state, initialCluster)],
+      command: argv[0],
+      args: argv.slice(1),
       logFile: m.logFile,
       name: `${this.program}-${m.name}`,
       env: { KUBIT_LOG_FORMAT: 'json', ...this.opts.env },
@@ -207,19 +228,11 @@ export class StoreCluster {
   }
 
   /** Adds a not-yet-started member slot (for member add tests); returns its index. */
-  async addMemberSlot(): Promise<number> {
+  async addMemberSlot(opts: { peerTls?: PeerTls } = {}): Promise<number> {
     const i = this.members.length;
-    const clientPort = await freePort();
-    this.members.push({
-      name: `m${i}`,
-      clientPort,
-      peerPort: await freePort(),
-      metricsPort: await freePort(),
-      dataDir: join(this.root.path, `m${i}`),
-      logFile: join(this.root.path, `m${i}.log`),
-      process: undefined,
-      endpoint: `127.0.0.1:${clientPort}`,
-    });
+    const m = await newMember(i, this.root.path, this.opts.host?.(i) ?? '127.0.0.1');
+    if (opts.peerTls) m.peerTls = opts.peerTls;
+    this.members.push(m);
     return i;
   }
 
@@ -237,26 +250,31 @@ export class StoreCluster {
     return etcdctl(opts.endpoints ?? this.endpoints, [...tls, ...args], opts);
   }
 
-  /** Waits until every running member answers a linearizable read. */
-  async waitReady(timeoutMs = 120_000): Promise<void> {
+  /** Waits until every running member answers a linearizable read (generous: starting from TS sources on a loaded machine is slow). */
+  async waitReady(timeoutMs = 300_000): Promise<void> {
     for (const m of this.members) {
       if (!m.process?.running) continue;
-      await waitFor(
-        `${this.program} ${m.name} on ${m.endpoint} to be healthy`,
-        async () => {
-          if (!m.process?.running) throw new Error(`${m.name} exited; its log ends:\n${logTail(m.logFile)}`);
-          const r = await etcdctl(
-            [m.endpoint],
-            [...this.tlsArgs(), 'endpoint', 'health', '--command-timeout=2s'],
-            {
-              timeoutMs: 5000,
-            },
-          );
-          return r.code === 0;
-        },
-        timeoutMs,
-        200,
-      );
+      try {
+        await waitFor(
+          `${this.program} ${m.name} on ${m.endpoint} to be healthy`,
+          async () => {
+            if (!m.process?.running)
+              throw new Error(`${m.name} exited; its log ends:\n${logTail(m.logFile)}`);
+            const r = await etcdctl(
+              [m.endpoint],
+              [...this.tlsArgs(), 'endpoint', 'health', '--command-timeout=2s'],
+              {
+                timeoutMs: 5000,
+              },
+            );
+            return r.code === 0;
+          },
+          timeoutMs,
+          200,
+        );
+      } catch (err) {
+        throw new Error(`${(err as Error).message}; its log ends:\n${logTail(m.logFile)}`);
+      }
     }
   }
 
@@ -278,6 +296,51 @@ export class StoreCluster {
     return -1;
   }
 
+  /** Member i's own view (etcdctl endpoint status against it alone), or undefined if it does not answer. */
+  async memberStatus(i: number, timeoutMs = 5000): Promise<MemberStatus | undefined> {
+    const r = await this.etcdctl(['endpoint', 'status', '-w', 'json', `--command-timeout=${timeoutMs}ms`], {
+      endpoints: [this.members[i].endpoint],
+      timeoutMs: timeoutMs + 3000,
+    });
+    if (r.code !== 0) return undefined;
+    const [row] = JSON.parse(r.stdout) as {
+      Status: {
+        header: { member_id: number | string; raft_term: number | string; revision: number | string };
+        leader?: number | string;
+        raftIndex: number | string;
+        isLearner?: boolean;
+      };
+    }[];
+    const s = row.Status;
+    return {
+      // etcdctl prints 64-bit IDs as JSON numbers: compare them as strings of the parsed doubles only.
+      memberId: String(s.header.member_id),
+      // etcdctl leaves out a zero leader (none known).
+      leader: String(s.leader ?? 0),
+      isLeader: String(s.header.member_id) === String(s.leader ?? 0),
+      term: Number(s.header.raft_term),
+      revision: Number(s.header.revision),
+      raftIndex: Number(s.raftIndex),
+      isLearner: s.isLearner === true,
+    };
+  }
+
+  /** The members as etcdctl member list prints them: hex ID, name, peer URLs, learner or not. */
+  async memberList(
+    endpoints?: string[],
+  ): Promise<{ id: string; name: string; peerUrls: string; learner: boolean }[]> {
+    const r = await this.etcdctl(['member', 'list'], { endpoints, timeoutMs: 15_000 });
+    if (r.code !== 0) throw new Error(`etcdctl member list failed: ${r.stderr}`);
+    return r.stdout
+      .trim()
+      .split('\n')
+      .filter((l) => l.length > 0)
+      .map((l) => {
+        const f = l.split(', ');
+        return { id: f[0], name: f[2], peerUrls: f[3], learner: f[5] === 'true' };
+      });
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.members.map((m) => m.process?.stop(3000)));
   }
@@ -287,6 +350,31 @@ export class StoreCluster {
     await this.stop();
     await this.root.cleanup();
   }
+}
+
+export interface MemberStatus {
+  memberId: string;
+  leader: string;
+  isLeader: boolean;
+  term: number;
+  revision: number;
+  raftIndex: number;
+  isLearner: boolean;
+}
+
+async function newMember(i: number, root: string, host: string): Promise<ClusterMember> {
+  const clientPort = await freePort();
+  return {
+    name: `m${i}`,
+    clientPort,
+    peerPort: await freePort(),
+    metricsPort: await freePort(),
+    dataDir: join(root, `m${i}`),
+    logFile: join(root, `m${i}.log`),
+    process: undefined,
+    endpoint: `${host}:${clientPort}`,
+    host,
+  };
 }
 
 /** The last lines of a log file, for an error message (the file goes with the temp dir). */

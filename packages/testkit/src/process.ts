@@ -5,6 +5,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freshBundle } from '@kubit/daemon';
 
 /** The repository's root directory: the nearest ancestor with pnpm-workspace.yaml (from src/ or dist/src/). */
 export const repoRoot = findRepoRoot(dirname(fileURLToPath(import.meta.url)));
@@ -18,7 +19,8 @@ function findRepoRoot(from: string): string {
 
 /**
  * How to run one of Kubit's daemons: from TypeScript sources under the test
- * runner (KUBIT_SOURCE=1, so tests never run a stale build), from dist/ otherwise.
+ * runner (KUBIT_SOURCE=1, so tests never run a stale build), from dist/ otherwise
+ * (its bundle when fresh).
  * `entry` is the path under the package's src/, e.g. ("store", "main.ts").
  */
 export function daemonCommand(pkg: string, entry = 'main.ts'): { command: string; args: string[] } {
@@ -28,10 +30,8 @@ export function daemonCommand(pkg: string, entry = 'main.ts'): { command: string
       args: ['--conditions=kubit-source', '--import', 'tsx', join(repoRoot, 'packages', pkg, 'src', entry)],
     };
   }
-  return {
-    command: process.execPath,
-    args: [join(repoRoot, 'packages', pkg, 'dist', 'src', entry.replace(/\.ts$/, '.js'))],
-  };
+  const built = join(repoRoot, 'packages', pkg, 'dist', 'src', entry.replace(/\.ts$/, '.js'));
+  return { command: process.execPath, args: [freshBundle(built) ?? built] };
 }
 
 export interface StartOptions {

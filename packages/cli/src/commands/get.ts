@@ -62,6 +62,13 @@ export async function get(f: Factory, args: string[], o: GetOptions): Promise<vo
   const sortPath = o.sortBy ? relaxedPath(o.sortBy) : undefined;
   let failed = false;
   let printedInitial = false;
+  // What the initial listing showed, so a watch that must relist prints only what changed.
+  const shown = new Map<string, string>();
+  let listedAt = '';
+  const remember = (obj: KubeObject | undefined) => {
+    const m = obj?.metadata;
+    if (m?.name) shown.set(`${m.namespace ?? ''}/${m.name}`, m.resourceVersion ?? '');
+  };
   // Errors for missing names come after what was found, as kubectl prints them.
   const errors: string[] = [];
   const out = f.io.out;
@@ -106,6 +113,9 @@ export async function get(f: Factory, args: string[], o: GetOptions): Promise<vo
           }
         }
         if (tables.length === 0) continue;
+        if (t.names.length === 0) listedAt = tables[0].metadata?.resourceVersion ?? '';
+        for (const tb of tables)
+          for (const row of tb.rows ?? []) remember(row.object as KubeObject | undefined);
         const merged: Table = { ...tables[0], rows: tables.flatMap((x) => x.rows ?? []) };
         if (merged.rows.length === 0) continue;
         if (sortPath) merged.rows.sort((a, b) => compareBy(sortPath)(a.object, b.object));
@@ -138,6 +148,8 @@ export async function get(f: Factory, args: string[], o: GetOptions): Promise<vo
         if (t.names.length === 0) {
           single = false;
           const list = await listObjects(client, t.r, t.namespace, sel, o.chunkSize);
+          listedAt = list.metadata?.resourceVersion ?? '';
+          for (const obj of list.items) remember(obj);
           items.push(...list.items.map((obj) => ({ r: t.r, obj })));
         } else {
           for (const name of t.names) {
@@ -168,7 +180,13 @@ export async function get(f: Factory, args: string[], o: GetOptions): Promise<vo
 
   for (const e of errors) f.io.err.write(`${e}\n`);
   if (o.watch || o.watchOnly) {
-    await watchTarget(f, client, targets[0], sel, format, o, headers, printedInitial);
+    if (o.watchOnly) listedAt = '';
+    await watchTarget(f, client, targets[0], sel, format, o, {
+      headers,
+      printedHeader: printedInitial,
+      shown,
+      from: listedAt,
+    });
   }
   if (failed) throw new CliError('', 1);
 }
@@ -190,7 +208,26 @@ function tableOptions(
   };
 }
 
-/** Follows changes after the initial listing; re-watches after a dropped stream, relists after 410. */
+interface WatchState {
+  headers: boolean;
+  printedHeader: boolean;
+  /** namespace/name → resourceVersion of every object printed so far. */
+  shown: Map<string, string>;
+  /** The version the initial listing was read at ('' to ask the server now). */
+  from: string;
+}
+
+/** A resourceVersion as a number for ordering ("" or not numeric: undefined). */
+function revision(rv: string | undefined): bigint | undefined {
+  return rv && /^\d+$/.test(rv) ? BigInt(rv) : undefined;
+}
+
+/**
+ * Follows changes after the initial listing. A dropped stream (a server
+ * restart) is resumed from the last version seen. If the server no longer has
+ * that version (410 Gone), the collection is listed again and only objects
+ * that changed since they were last printed are printed, so nothing repeats.
+ */
 async function watchTarget(
   f: Factory,
   client: KubeClient,
@@ -198,29 +235,86 @@ async function watchTarget(
   sel: Selectors,
   format: OutputFormat,
   o: GetOptions,
-  headers: boolean,
-  printedInitial: boolean,
+  st: WatchState,
 ): Promise<void> {
   const signal = f.io.signal;
   const table = format.kind === 'table';
+  const wide = format.kind === 'table' && format.wide;
   const fieldSelector =
     t.names.length === 1
       ? [sel.fieldSelector, `metadata.name=${t.names[0]}`].filter(Boolean).join(',')
       : sel.fieldSelector;
   const base = resourcePath(t.r, { namespace: t.namespace });
-  let rv =
-    (
-      await client.list(t.r, {
-        namespace: t.namespace,
-        labelSelector: sel.labelSelector,
-        fieldSelector,
-        limit: 1,
-      })
-    ).metadata?.resourceVersion ?? '';
-  let printedHeader = printedInitial;
+  let rv = st.from;
+  if (!rv) {
+    const list = await client.list(t.r, {
+      namespace: t.namespace,
+      labelSelector: sel.labelSelector,
+      fieldSelector,
+      limit: 1,
+    });
+    rv = list.metadata?.resourceVersion ?? '';
+  }
+  const startedAt = revision(rv);
   let columns: Table['columnDefinitions'] = [];
   let failures = 0;
   let failingSince = 0;
+
+  const printRows = (tb: Table) => {
+    f.io.out.write(printTable(tb, tableOptions(o, t, wide, st.headers && !st.printedHeader)));
+    st.printedHeader = true;
+  };
+  const note = (obj: KubeObject | undefined) => {
+    const m = obj?.metadata;
+    if (m?.name) st.shown.set(`${m.namespace ?? ''}/${m.name}`, m.resourceVersion ?? '');
+  };
+  /** After a relist: new since it was last printed (or since the watch began, for one never printed). */
+  const changedSincePrinted = (obj: KubeObject | undefined): boolean => {
+    const m = obj?.metadata;
+    if (!m?.name) return false;
+    const seen = st.shown.get(`${m.namespace ?? ''}/${m.name}`);
+    if (seen !== undefined) return seen !== (m.resourceVersion ?? '');
+    const at = revision(m.resourceVersion);
+    return at === undefined || startedAt === undefined || at > startedAt;
+  };
+  const printObject = async (type: string, obj: KubeObject) => {
+    note(obj);
+    if (table) {
+      // The server sent objects, not Table rows: ask for this object's row (a deleted one gets a plain row).
+      let tb: Table;
+      try {
+        tb =
+          type === 'DELETED'
+            ? fallbackRow(obj)
+            : await fetchTable(client, t.r, obj.metadata?.namespace, obj.metadata?.name, {}, 'Metadata');
+      } catch {
+        tb = fallbackRow(obj);
+      }
+      printRows(tb);
+    } else if (format.kind === 'name') {
+      f.io.out.write(`${objectName(t.r, obj)}\n`);
+    } else {
+      f.io.out.write(printObjects(format, [{ r: t.r, obj }], true, st.headers && !st.printedHeader));
+      if (format.kind === 'yaml') f.io.out.write('---\n');
+      st.printedHeader = true;
+    }
+  };
+  /** Lists again after 410 Gone: prints what changed in the gap, returns the list's version. */
+  const catchUp = async (): Promise<string> => {
+    const listSel = { labelSelector: sel.labelSelector, fieldSelector };
+    if (table) {
+      const tb = await fetchTable(client, t.r, t.namespace, undefined, listSel, 'Object');
+      const rows = (tb.rows ?? []).filter((row) => changedSincePrinted(row.object as KubeObject));
+      for (const row of rows) note(row.object as KubeObject);
+      if (tb.columnDefinitions?.length) columns = tb.columnDefinitions;
+      if (rows.length > 0) printRows({ ...tb, rows });
+      return tb.metadata?.resourceVersion ?? '';
+    }
+    const list = await listObjects(client, t.r, t.namespace, listSel);
+    for (const obj of list.items) if (changedSincePrinted(obj)) await printObject('MODIFIED', obj);
+    return list.metadata?.resourceVersion ?? '';
+  };
+
   while (!signal?.aborted) {
     const query = new URLSearchParams({ watch: 'true', allowWatchBookmarks: 'true', resourceVersion: rv });
     if (sel.labelSelector) query.set('labelSelector', sel.labelSelector);
@@ -256,73 +350,27 @@ async function watchTarget(
             // Only the first Table event carries the column definitions.
             if (tb.columnDefinitions?.length) columns = tb.columnDefinitions;
             else tb.columnDefinitions = columns;
-            const rowRv = (tb.rows?.[0]?.object?.metadata as { resourceVersion?: string } | undefined)
-              ?.resourceVersion;
+            const rowObject = tb.rows?.[0]?.object as KubeObject | undefined;
+            const rowRv = rowObject?.metadata?.resourceVersion ?? meta.resourceVersion;
             if (rowRv) rv = rowRv;
-            f.io.out.write(
-              printTable(
-                tb,
-                tableOptions(o, t, format.kind === 'table' && format.wide, headers && !printedHeader),
-              ),
-            );
-            printedHeader = true;
+            if (ev.type === 'BOOKMARK') continue;
+            note(rowObject);
+            printRows(tb);
             continue;
           }
           if (meta.resourceVersion) rv = meta.resourceVersion;
           if (ev.type === 'BOOKMARK') continue;
-          const obj = withKind(t.r, ev.object as KubeObject);
-          if (table) {
-            // The server sent objects, not Table rows: ask for this object's row (a deleted one gets a plain row).
-            let tb: Table;
-            try {
-              tb =
-                ev.type === 'DELETED'
-                  ? fallbackRow(obj)
-                  : await fetchTable(
-                      client,
-                      t.r,
-                      obj.metadata?.namespace,
-                      obj.metadata?.name,
-                      {},
-                      'Metadata',
-                    );
-            } catch {
-              tb = fallbackRow(obj);
-            }
-            f.io.out.write(
-              printTable(
-                tb,
-                tableOptions(o, t, format.kind === 'table' && format.wide, headers && !printedHeader),
-              ),
-            );
-            printedHeader = true;
-          } else if (format.kind === 'name') {
-            f.io.out.write(`${objectName(t.r, obj)}\n`);
-          } else {
-            f.io.out.write(printObjects(format, [{ r: t.r, obj }], true, headers && !printedHeader));
-            if (format.kind === 'json' || format.kind === 'yaml') {
-              if (format.kind === 'yaml') f.io.out.write('---\n');
-            }
-            printedHeader = true;
-          }
+          await printObject(ev.type, withKind(t.r, ev.object as KubeObject));
         }
       }
     } catch (e) {
       if (signal?.aborted) return;
       if (isExpiredOrGone(e)) {
-        rv =
-          (
-            await client.list(t.r, {
-              namespace: t.namespace,
-              labelSelector: sel.labelSelector,
-              fieldSelector,
-              limit: 1,
-            })
-          ).metadata?.resourceVersion ?? '';
+        rv = await catchUp();
         continue;
       }
-      if (e instanceof StatusError) throw e;
-      // A dropped connection (server restart): retry for up to two minutes, then give up with the error.
+      if (e instanceof StatusError && !TRANSIENT.has(e.code)) throw e;
+      // A dropped connection or a server still starting (a restart): retry for up to two minutes.
       failures++;
       if (failures === 1) {
         failingSince = Date.now();
@@ -330,7 +378,7 @@ async function watchTarget(
       }
       if (Date.now() - failingSince > WATCH_RETRY_BUDGET_MS) throw e;
       try {
-        await sleep(Math.min(5000, 250 * 2 ** failures), signal);
+        await sleep(Math.min(2000, 100 * 2 ** failures), signal);
       } catch {
         return;
       }
@@ -340,6 +388,9 @@ async function watchTarget(
 }
 
 const WATCH_RETRY_BUDGET_MS = 120_000;
+
+/** Answers that mean "not now" (a server starting or overloaded), not "never". */
+const TRANSIENT = new Set([429, 500, 502, 503, 504]);
 
 function fallbackRow(obj: KubeObject): Table {
   return {

@@ -3,16 +3,15 @@
 // by RollingUpdate within maxSurge/maxUnavailable or by Recreate. Keeps
 // revisions, cleans up old history, reports progress and availability.
 import { isAlreadyExists, isConflict, isNotFound } from '@kubit/api';
+import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from '../cluster.js';
 import type { Controller } from '../controller.js';
 import { type EventSink, noEvents } from '../events.js';
-import { byNamespace, type Informer, type InformerFactory, NAMESPACE_INDEX } from '../informer.js';
 import { compileSelector } from '../labels.js';
 import { controllerOf, isoNow } from '../objects.js';
-import { res } from '../resources.js';
+import { ensureIndex, requeueAfter } from '../shared-informers.js';
 import type { Deployment, OwnerReference, Pod, ReplicaSet } from '../types.js';
-import { WorkQueue } from '../workqueue.js';
 import {
   condition,
   deploymentComplete,
@@ -69,7 +68,7 @@ const byControllerUID = (o: Pod | ReplicaSet): string[] => {
 
 export class DeploymentController implements Controller {
   readonly name = 'deployment';
-  readonly queue = new WorkQueue();
+  readonly queue = new RateLimitingQueue<string>();
   private readonly dInformer: Informer<Deployment>;
   private readonly rsInformer: Informer<ReplicaSet>;
   private readonly podInformer: Informer<Pod>;
@@ -78,34 +77,32 @@ export class DeploymentController implements Controller {
 
   constructor(
     private readonly cluster: Cluster,
-    informers: InformerFactory,
+    informers: SharedInformerFactory,
     opts: DeploymentControllerOptions = {},
   ) {
     this.now = opts.now ?? Date.now;
     this.events = opts.events ?? noEvents;
-    this.dInformer = informers.for<Deployment>(res.deployments);
-    this.rsInformer = informers.for<ReplicaSet>(res.replicasets);
-    this.podInformer = informers.for<Pod>(res.pods);
-    this.dInformer.addIndex(NAMESPACE_INDEX, byNamespace);
-    this.rsInformer.addIndex(NAMESPACE_INDEX, byNamespace);
-    this.podInformer.addIndex(OWNER_UID_INDEX, byControllerUID);
+    this.dInformer = informers.forResource<Deployment>(resources.deployments);
+    this.rsInformer = informers.forResource<ReplicaSet>(resources.replicasets);
+    this.podInformer = informers.forResource<Pod>(resources.pods);
+    ensureIndex(this.podInformer, OWNER_UID_INDEX, byControllerUID);
     const enqueue = (d: Deployment) => this.queue.add(keyOf(d));
-    this.dInformer.addHandlers({ add: enqueue, update: (_o, d) => enqueue(d), delete: enqueue });
-    this.rsInformer.addHandlers({
-      add: (rs) => this.rsChanged(rs),
-      update: (old, rs) => {
+    this.dInformer.addEventHandler({ onAdd: enqueue, onUpdate: (_o, d) => enqueue(d), onDelete: enqueue });
+    this.rsInformer.addEventHandler({
+      onAdd: (rs) => this.rsChanged(rs),
+      onUpdate: (old, rs) => {
         if (controllerOf(old)?.uid !== controllerOf(rs)?.uid) this.rsChanged(old);
         this.rsChanged(rs);
       },
-      delete: (rs) => this.rsChanged(rs),
+      onDelete: (rs) => this.rsChanged(rs),
     });
     // Recreate waits for old pods to be gone; their deletion must wake it up.
-    this.podInformer.addHandlers({ delete: (p) => this.podDeleted(p) });
+    this.podInformer.addEventHandler({ onDelete: (p) => this.podDeleted(p) });
   }
 
   private ownerOf(ns: string | undefined, ref: OwnerReference | undefined): Deployment | undefined {
     if (ref?.kind !== 'Deployment' || ref.apiVersion !== 'apps/v1') return undefined;
-    const d = this.dInformer.get(`${ns}/${ref.name}`);
+    const d = this.dInformer.store.getByKey(`${ns}/${ref.name}`);
     return d?.metadata?.uid === ref.uid ? d : undefined;
   }
 
@@ -116,7 +113,7 @@ export class DeploymentController implements Controller {
       if (d) this.queue.add(keyOf(d));
       return;
     }
-    for (const d of this.dInformer.byIndex(NAMESPACE_INDEX, rs.metadata?.namespace ?? '')) {
+    for (const d of this.dInformer.store.listInNamespace(rs.metadata?.namespace ?? '')) {
       if (compileSelector(d.spec?.selector)(rs.metadata?.labels)) this.queue.add(keyOf(d));
     }
   }
@@ -124,7 +121,7 @@ export class DeploymentController implements Controller {
   private podDeleted(p: Pod): void {
     const ref = controllerOf(p);
     if (ref?.kind !== 'ReplicaSet') return;
-    const rs = this.rsInformer.get(`${p.metadata?.namespace}/${ref.name}`);
+    const rs = this.rsInformer.store.getByKey(`${p.metadata?.namespace}/${ref.name}`);
     const d = rs && this.ownerOf(rs.metadata?.namespace, controllerOf(rs));
     if (d && !isRollingUpdate(d)) this.queue.add(keyOf(d));
   }
@@ -132,7 +129,7 @@ export class DeploymentController implements Controller {
   // ---- reconcile ----
 
   async reconcile(key: string): Promise<void> {
-    const cached = this.dInformer.get(key);
+    const cached = this.dInformer.store.getByKey(key);
     if (!cached) return;
     const d = structuredClone(cached);
     const matches = compileSelector(d.spec?.selector);
@@ -162,7 +159,7 @@ export class DeploymentController implements Controller {
   ) {
     const { namespace } = splitKey(keyOf(d));
     const out: ReplicaSet[] = [];
-    for (const rs of this.rsInformer.byIndex(NAMESPACE_INDEX, namespace ?? '')) {
+    for (const rs of this.rsInformer.store.listInNamespace(namespace ?? '')) {
       const ref = controllerOf(rs);
       if (ref && ref.uid !== d.metadata?.uid) continue;
       const ok = matches(rs.metadata?.labels);
@@ -185,7 +182,7 @@ export class DeploymentController implements Controller {
 
   private async writeRS(rs: ReplicaSet): Promise<ReplicaSet | undefined> {
     try {
-      return await this.cluster.update(res.replicasets, rs);
+      return await this.cluster.update(resources.replicasets, rs);
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -233,6 +230,7 @@ export class DeploymentController implements Controller {
         changed = true;
       }
       changed = setReplicaAnnotations(annotations, d) || changed;
+      changed = copyDeploymentAnnotations(annotations, d) || changed;
       if ((existing.spec?.minReadySeconds ?? 0) !== (d.spec?.minReadySeconds ?? 0)) changed = true;
       if (changed) {
         const next = structuredClone(existing);
@@ -259,7 +257,7 @@ export class DeploymentController implements Controller {
     if (rev && d.metadata?.annotations?.[REVISION_ANNOTATION] !== rev) {
       const next = structuredClone(d);
       next.metadata!.annotations = { ...d.metadata?.annotations, [REVISION_ANNOTATION]: rev };
-      const updated = await this.cluster.update(res.deployments, next);
+      const updated = await this.cluster.update(resources.deployments, next);
       r.d = { ...updated, status: d.status };
     }
     return r;
@@ -280,6 +278,7 @@ export class DeploymentController implements Controller {
     const selector = structuredClone(d.spec!.selector);
     selector.matchLabels = { ...selector.matchLabels, [POD_TEMPLATE_HASH]: hash };
     const annotations: { [k: string]: string } = { [REVISION_ANNOTATION]: String(revision) };
+    copyDeploymentAnnotations(annotations, d);
     setReplicaAnnotations(annotations, d);
     const rs: ReplicaSet = {
       apiVersion: 'apps/v1',
@@ -295,7 +294,7 @@ export class DeploymentController implements Controller {
     };
     rs.spec!.replicas = newRSNewReplicas(d, rss, undefined);
     try {
-      const created = await this.cluster.create(res.replicasets, d.metadata?.namespace, rs);
+      const created = await this.cluster.create(resources.replicasets, d.metadata?.namespace, rs);
       const n = specReplicas(created);
       if (n > 0) {
         this.events.event(
@@ -309,7 +308,7 @@ export class DeploymentController implements Controller {
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
       const found = await this.cluster.get<ReplicaSet>(
-        res.replicasets,
+        resources.replicasets,
         d.metadata?.namespace,
         rs.metadata!.name!,
       );
@@ -322,7 +321,7 @@ export class DeploymentController implements Controller {
       // A different RS has this name: bump collisionCount so the next hash differs.
       const next = structuredClone(d);
       next.status = { ...d.status, collisionCount: (collisionCount ?? 0) + 1 };
-      await this.cluster.update(res.deployments, next, 'status');
+      await this.cluster.update(resources.deployments, next, 'status');
       throw new Error(
         `hash collision for ReplicaSet ${rs.metadata!.name}; retrying with collisionCount ${(collisionCount ?? 0) + 1}`,
       );
@@ -336,7 +335,7 @@ export class DeploymentController implements Controller {
     const next = structuredClone(rs);
     next.spec!.replicas = replicas;
     next.metadata!.annotations = annotations;
-    const updated = await this.cluster.update(res.replicasets, next);
+    const updated = await this.cluster.update(resources.replicasets, next);
     const from = specReplicas(rs);
     if (from !== replicas) {
       const dir = replicas > from ? 'up' : 'down';
@@ -443,7 +442,7 @@ export class DeploymentController implements Controller {
   private oldPodsRunning(oldRSs: ReplicaSet[]): boolean {
     for (const rs of oldRSs) {
       if ((rs.status?.replicas ?? 0) > 0) return true;
-      for (const p of this.podInformer.byIndex(OWNER_UID_INDEX, rs.metadata?.uid ?? '')) {
+      for (const p of this.podInformer.store.byIndex(OWNER_UID_INDEX, rs.metadata?.uid ?? '')) {
         const phase = p.status?.phase;
         if (phase !== 'Failed' && phase !== 'Succeeded') return true;
       }
@@ -502,7 +501,10 @@ export class DeploymentController implements Controller {
         ? condition('Progressing', 'Unknown', Reason.Paused, 'Deployment is paused', now)
         : condition('Progressing', 'Unknown', Reason.Resumed, 'Deployment is resumed', now),
     );
-    d.status = await this.writeStatus(d, status);
+    const written = await this.writeStatus(d, status);
+    // The spec writes later in this sync (the revision annotation) must not conflict with this one.
+    d.status = written.status;
+    if (written.resourceVersion) d.metadata = { ...d.metadata, resourceVersion: written.resourceVersion };
   }
 
   // ---- status ----
@@ -597,25 +599,35 @@ export class DeploymentController implements Controller {
       c.reason !== Reason.NewRSAvailable
     ) {
       const at = Date.parse(c.lastUpdateTime ?? '') + deadline * 1000;
-      if (Number.isFinite(at)) this.queue.addAfter(keyOf(d), Math.max(0, at - now) + 1000);
+      if (Number.isFinite(at)) requeueAfter(this.queue, keyOf(d), Math.max(0, at - now) + 1000);
     }
   }
 
-  private async writeStatus(d: Deployment, status: DStatus): Promise<DStatus> {
-    if (JSON.stringify(status) === JSON.stringify(d.status ?? {})) return status;
+  /**
+   * Writes the status if it changed. Returns it with the Deployment's new
+   * resourceVersion, which a later write in the same sync must use (or it
+   * conflicts with this very write).
+   */
+  private async writeStatus(
+    d: Deployment,
+    status: DStatus,
+  ): Promise<{ status: DStatus; resourceVersion?: string }> {
+    const resourceVersion = d.metadata?.resourceVersion;
+    if (JSON.stringify(status) === JSON.stringify(d.status ?? {})) return { status, resourceVersion };
     try {
-      await this.cluster.update(res.deployments, { ...d, status }, 'status');
+      const written = await this.cluster.update(resources.deployments, { ...d, status }, 'status');
+      return { status, resourceVersion: written.metadata?.resourceVersion };
     } catch (err) {
-      if (isNotFound(err)) return status;
+      if (isNotFound(err)) return { status, resourceVersion };
       if (!isConflict(err)) throw err;
       const fresh = await this.cluster.get<Deployment>(
-        res.deployments,
+        resources.deployments,
         d.metadata?.namespace,
         d.metadata?.name ?? '',
       );
-      await this.cluster.update(res.deployments, { ...fresh, status }, 'status');
+      const written = await this.cluster.update(resources.deployments, { ...fresh, status }, 'status');
+      return { status, resourceVersion: written.metadata?.resourceVersion };
     }
-    return status;
   }
 
   /** Deletes the oldest idle RSs beyond revisionHistoryLimit. */
@@ -632,7 +644,7 @@ export class DeploymentController implements Controller {
       .sort((a, b) => revisionOf(a) - revisionOf(b) || byCreation(a, b));
     for (const rs of idle.slice(0, Math.max(0, idle.length - limit))) {
       try {
-        await this.cluster.delete(res.replicasets, rs.metadata?.namespace, rs.metadata?.name ?? '', {
+        await this.cluster.delete(resources.replicasets, rs.metadata?.namespace, rs.metadata?.name ?? '', {
           preconditions: { uid: rs.metadata?.uid },
         });
       } catch (err) {
@@ -651,6 +663,34 @@ function setProgressing(
   const c = condition('Progressing', 'True', Reason.RSUpdated, message, now);
   if (cur?.status === 'True') c.lastTransitionTime = cur.lastTransitionTime;
   status.conditions = [...(status.conditions ?? []).filter((x) => x.type !== 'Progressing'), c];
+}
+
+/**
+ * Annotations a Deployment never hands to its ReplicaSets: the controller's own
+ * bookkeeping, and kubectl's last-applied copy of the Deployment itself.
+ */
+const NOT_COPIED_TO_RS = new Set([
+  'kubectl.kubernetes.io/last-applied-configuration',
+  REVISION_ANNOTATION,
+  REVISION_HISTORY_ANNOTATION,
+  DESIRED_REPLICAS_ANNOTATION,
+  MAX_REPLICAS_ANNOTATION,
+  'deprecated.deployment.rollback.to',
+]);
+
+/**
+ * Copies the Deployment's other annotations onto its new ReplicaSet, as
+ * Kubernetes does: that is how `kubernetes.io/change-cause` reaches the
+ * revision history (`kubit rollout history`). True if anything changed.
+ */
+function copyDeploymentAnnotations(a: { [k: string]: string }, d: Deployment): boolean {
+  let changed = false;
+  for (const [k, v] of Object.entries(d.metadata?.annotations ?? {})) {
+    if (NOT_COPIED_TO_RS.has(k) || a[k] === v) continue;
+    a[k] = v;
+    changed = true;
+  }
+  return changed;
 }
 
 /** Writes desired/max replicas annotations; true if anything changed. */

@@ -1,19 +1,30 @@
 // The pod logic's sinks, backed by the apiserver through @kubit/client.
 import { isConflict, isNotFound } from '@kubit/api';
-import { EventRecorder, type KubeClient, resources } from '@kubit/client';
+import { backoff, EventRecorder, type KubeClient, resources } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import type { ConfigMap, Pod, PodStatus, Secret } from 'kubernetes-types/core/v1.js';
 import type { EventSink, EventType, ObjectSource, PodStatusSink } from '../pods/sinks.js';
+import type { Tracer } from '../pods/trace.js';
 
-/** PUT pods/{name}/status with the latest status (retried on conflicts); DELETE once terminated. */
+/**
+ * Writes pods/{name}/status with one merge PATCH per change (latest status wins),
+ * and DELETEs the pod once it terminated. A write that fails (the apiserver is
+ * away, say) is retried with backoff until it lands or a newer status replaces
+ * it: what changed during an outage is reported when the apiserver is back.
+ */
 export class ApiPodStatusSink implements PodStatusSink {
   /** Latest status per pod uid, written by one loop per pod so a slow write never piles up. */
   private readonly pending = new Map<string, { pod: Pod; status: PodStatus }>();
   private readonly writing = new Set<string>();
+  /** The status last written per uid: keys it had that the next one lacks are sent as null. */
+  private readonly written = new Map<string, PodStatus>();
+  private closed = false;
 
   constructor(
     private readonly client: KubeClient,
     private readonly log: Logger,
+    private readonly trace?: Tracer,
+    private readonly retry = { baseDelayMs: 250, maxDelayMs: 5000 },
   ) {}
 
   setStatus(pod: Pod, status: PodStatus): void {
@@ -22,34 +33,60 @@ export class ApiPodStatusSink implements PodStatusSink {
     if (!this.writing.has(uid)) void this.drain(uid);
   }
 
+  /** Stops retrying (kubelet shutdown). */
+  close(): void {
+    this.closed = true;
+  }
+
   private async drain(uid: string): Promise<void> {
     this.writing.add(uid);
     try {
-      for (let next = this.pending.get(uid); next; next = this.pending.get(uid)) {
+      let failures = 0;
+      for (let next = this.pending.get(uid); next && !this.closed; next = this.pending.get(uid)) {
         this.pending.delete(uid);
-        await this.write(next.pod, next.status);
+        if (await this.write(next.pod, next.status)) {
+          failures = 0;
+          continue;
+        }
+        // Keep it unless a newer status came in meanwhile; that one is written instead.
+        if (!this.pending.has(uid)) this.pending.set(uid, next);
+        await new Promise((r) => setTimeout(r, backoff(failures++, this.retry)));
       }
     } finally {
       this.writing.delete(uid);
     }
   }
 
-  private async write(pod: Pod, status: PodStatus): Promise<void> {
+  /** true when done with this status (written, or the pod is gone); false to retry. */
+  private async write(pod: Pod, status: PodStatus): Promise<boolean> {
+    const uid = pod.metadata?.uid ?? '';
     const name = pod.metadata?.name ?? '';
     const namespace = pod.metadata?.namespace ?? 'default';
-    for (let attempt = 0; attempt < 5; attempt++) {
-      try {
-        const current = await this.client.get<Pod>(resources.pods, name, { namespace });
-        if (current.metadata?.uid !== pod.metadata?.uid) return; // a different pod by the same name
-        await this.client.updateStatus<Pod>(resources.pods, { ...current, status }, { namespace });
-        return;
-      } catch (err) {
-        if (isNotFound(err)) return;
-        if (!isConflict(err)) {
-          this.log.warn({ pod: `${namespace}/${name}`, err }, 'pod status update failed');
-          await new Promise((r) => setTimeout(r, 500 * (attempt + 1)));
-        }
+    const body: Record<string, unknown> = { ...status };
+    // A merge patch keeps keys it does not mention: clear those the new status dropped.
+    for (const key of Object.keys(this.written.get(uid) ?? pod.status ?? {}))
+      if (!(key in body)) body[key] = null;
+    try {
+      await this.client.patch<Pod>(
+        resources.pods,
+        name,
+        { status: body },
+        {
+          namespace,
+          subresource: 'status',
+          timeoutMs: 10_000,
+        },
+      );
+      this.written.set(uid, status);
+      this.trace?.(uid, 'status-written', status.phase);
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) {
+        this.written.delete(uid);
+        return true;
       }
+      this.log.warn({ pod: `${namespace}/${name}`, err: (err as Error).message }, 'pod status update failed');
+      return false;
     }
   }
 
@@ -67,6 +104,7 @@ export class ApiPodStatusSink implements PodStatusSink {
       if (!isNotFound(err) && !isConflict(err))
         this.log.warn({ pod: `${namespace}/${name}`, err }, 'final pod delete failed');
     }
+    this.written.delete(pod.metadata?.uid ?? '');
   }
 }
 

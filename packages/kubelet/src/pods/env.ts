@@ -15,7 +15,7 @@ export interface PodNetworkInfo {
   hostIP: string;
 }
 
-function fieldValue(pod: Pod, path: string, net: PodNetworkInfo): string {
+export function fieldValue(pod: Pod, path: string, net: PodNetworkInfo): string {
   const meta = pod.metadata ?? {};
   const mapRef = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
   if (mapRef) {
@@ -43,7 +43,11 @@ function fieldValue(pod: Pod, path: string, net: PodNetworkInfo): string {
   }
 }
 
-function resourceValue(container: Container, resource: string, divisor: string | number | undefined): string {
+export function resourceValue(
+  container: Container,
+  resource: string,
+  divisor: string | number | undefined,
+): string {
   const [kind, name] = resource.split('.') as [string, string];
   const source = kind === 'limits' ? container.resources?.limits : container.resources?.requests;
   const raw = source?.[name];

@@ -8,6 +8,7 @@ import { Backoff, type BackoffConfig, DEFAULT_BACKOFF } from './backoff.js';
 import { MANAGED_LABEL, POD_UID_LABEL } from './labels.js';
 import { podRequests } from './resources.js';
 import type { EventSink, ObjectSource, PodStatusSink } from './sinks.js';
+import type { Tracer } from './trace.js';
 import { VolumeManager } from './volumes.js';
 import { PodWorker, type WorkerContext } from './worker.js';
 
@@ -31,6 +32,10 @@ export interface PodManagerOptions {
   networkNotReady?: () => string | undefined;
   /** What pods may request in total; unlimited when absent. */
   allocatable?: { milliCpu: number; memoryBytes: number };
+  /** Every pod is synced at least this often, changed or not (default 10 s). */
+  resyncIntervalMs?: number;
+  /** Notes start-up steps (see trace.ts). */
+  trace?: Tracer;
 }
 
 const isTerminalPhase = (p: Pod) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
@@ -58,6 +63,8 @@ export class PodManager {
       podLogsDir: opts.podLogsDir ?? join(opts.rootDir, 'logs', 'pods'),
       retryMs: opts.retryMs ?? 2000,
       networkNotReady: opts.networkNotReady,
+      pulls: new Map(),
+      trace: opts.trace,
     };
   }
 
@@ -97,6 +104,7 @@ export class PodManager {
       existing.update(pod);
       return;
     }
+    this.ctx.trace?.(uid, 'watch-delivered');
     const worker = new PodWorker(pod, this.ctx);
     this.workers.set(uid, worker);
     void worker.done.then(() => {
@@ -176,15 +184,44 @@ export class PodManager {
     return undefined;
   }
 
-  /** Triggers every worker and removes sandboxes and volumes that belong to no known pod. */
+  /** What the runtime ran per pod uid at the last relist: sandbox and container ids with their states. */
+  private lastSeen = new Map<string, string>();
+  private lastResync = 0;
+
+  /**
+   * Lists the sandboxes and containers of all pods at once (two CRI calls, not
+   * several per pod), syncs the pods whose sandboxes or containers changed
+   * state since the last relist (and every pod every resyncIntervalMs), and
+   * removes sandboxes and volumes that belong to no known pod.
+   */
   async relist(): Promise<void> {
     if (this.relisting || this.stopped) return;
     this.relisting = true;
     try {
-      for (const w of this.workers.values()) w.trigger();
-      const sandboxes = await this.opts.runtime.listPodSandbox({
-        labelSelector: { [MANAGED_LABEL]: 'true' },
-      });
+      const selector = { labelSelector: { [MANAGED_LABEL]: 'true' } };
+      const [sandboxes, containers] = await Promise.all([
+        this.opts.runtime.listPodSandbox(selector),
+        this.opts.runtime.listContainers(selector),
+      ]);
+      const seen = new Map<string, string[]>();
+      const note = (uid: string | undefined, what: string) => {
+        if (!uid) return;
+        const list = seen.get(uid) ?? [];
+        list.push(what);
+        seen.set(uid, list);
+      };
+      for (const sb of sandboxes) note(sb.labels[POD_UID_LABEL], `${sb.id}=${sb.state}`);
+      for (const c of containers) note(c.labels[POD_UID_LABEL], `${c.id}=${c.state}`);
+      const now = Date.now();
+      const resyncAll = now - this.lastResync >= (this.opts.resyncIntervalMs ?? 10_000);
+      if (resyncAll) this.lastResync = now;
+      const current = new Map<string, string>();
+      for (const [uid, worker] of this.workers) {
+        const sig = (seen.get(uid) ?? []).sort().join(',');
+        current.set(uid, sig);
+        if (resyncAll || this.lastSeen.get(uid) !== sig) worker.trigger();
+      }
+      this.lastSeen = current;
       for (const sb of sandboxes) {
         const uid = sb.labels[POD_UID_LABEL];
         if (!uid || this.workers.has(uid)) continue;

@@ -1,5 +1,6 @@
 // Volumes are set up on the node before any container of the pod is created:
-// emptyDir (on disk, or tmpfs for medium Memory), hostPath, configMap, secret.
+// emptyDir (on disk, or tmpfs for medium Memory), hostPath, configMap, secret,
+// downwardAPI, and projected (configMap, secret and downwardAPI sources).
 // A missing configMap/secret that is not optional keeps the pod in
 // ContainerCreating (the worker reports FailedMount and retries).
 import { execFile } from 'node:child_process';
@@ -8,7 +9,15 @@ import { chmod, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize } from 'node:path';
 import { promisify } from 'node:util';
 import { toNumber } from '@kubit/api';
-import type { KeyToPath, Pod, Volume } from 'kubernetes-types/core/v1.js';
+import type {
+  ConfigMapProjection,
+  DownwardAPIVolumeFile,
+  KeyToPath,
+  Pod,
+  SecretProjection,
+  Volume,
+} from 'kubernetes-types/core/v1.js';
+import { ContainerConfigError, fieldValue, resourceValue } from './env.js';
 import type { ObjectSource } from './sinks.js';
 
 const run = promisify(execFile);
@@ -82,6 +91,51 @@ function projectKeys(
   return out;
 }
 
+type Files = Map<string, { data: Buffer; mode: number }>;
+
+/** Field paths a downwardAPI volume may project (status.* exists only for env). */
+const VOLUME_FIELD_PATHS =
+  /^metadata\.(name|namespace|uid|labels|annotations)$|^metadata\.(labels|annotations)\['.+'\]$/;
+
+/** A whole label or annotation map as a file: one key="value" line per entry, sorted. */
+function mapFile(map: Record<string, string> | undefined): string {
+  return Object.keys(map ?? {})
+    .sort()
+    .map((k) => `${k}=${JSON.stringify(map?.[k] ?? '')}\n`)
+    .join('');
+}
+
+/** The files of a downwardAPI volume or projection. */
+function downwardFiles(pod: Pod, volume: string, items: DownwardAPIVolumeFile[], defaultMode: number): Files {
+  const out: Files = new Map();
+  for (const item of items) {
+    let value: string;
+    if (item.fieldRef) {
+      const path = item.fieldRef.fieldPath;
+      if (!VOLUME_FIELD_PATHS.test(path))
+        throw new MountError(volume, `fieldRef fieldPath "${path}" is not supported in a downwardAPI volume`);
+      if (path === 'metadata.labels') value = mapFile(pod.metadata?.labels);
+      else if (path === 'metadata.annotations') value = mapFile(pod.metadata?.annotations);
+      else value = fieldValue(pod, path, { podIP: '', hostIP: '' });
+    } else if (item.resourceFieldRef) {
+      const ref = item.resourceFieldRef;
+      const c = pod.spec?.containers.find((x) => x.name === ref.containerName);
+      if (!c)
+        throw new MountError(volume, `resourceFieldRef names no container "${ref.containerName ?? ''}"`);
+      try {
+        value = resourceValue(c, ref.resource, ref.divisor);
+      } catch (err) {
+        if (err instanceof ContainerConfigError) throw new MountError(volume, err.message);
+        throw err;
+      }
+    } else {
+      throw new MountError(volume, `item "${item.path}" has neither fieldRef nor resourceFieldRef`);
+    }
+    out.set(safeRelative(volume, item.path), { data: Buffer.from(value), mode: item.mode ?? defaultMode });
+  }
+  return out;
+}
+
 export class VolumeManager {
   constructor(
     /** The kubelet's --root-dir; pod volumes live under pods/<uid>/volumes. */
@@ -99,12 +153,44 @@ export class VolumeManager {
     const ns = pod.metadata?.namespace ?? 'default';
     const paths = new Map<string, string>();
     for (const v of pod.spec?.volumes ?? []) {
-      paths.set(v.name, await this.setUpOne(uid, ns, v));
+      paths.set(v.name, await this.setUpOne(pod, uid, ns, v));
     }
     return paths;
   }
 
-  private async setUpOne(uid: string, ns: string, v: Volume): Promise<string> {
+  /** The files a configMap volume or projection holds (none when optional and missing). */
+  private async configMapFiles(
+    volume: string,
+    ns: string,
+    src: ConfigMapProjection,
+    defaultMode: number,
+  ): Promise<Files> {
+    const name = src.name ?? '';
+    const cm = await this.objects.configMap(ns, name);
+    if (!cm && !src.optional) throw new MountError(volume, `configmap "${name}" not found`);
+    const data = new Map<string, Buffer>();
+    for (const [k, s] of Object.entries(cm?.data ?? {})) data.set(k, Buffer.from(s));
+    for (const [k, s] of Object.entries(cm?.binaryData ?? {})) data.set(k, Buffer.from(s, 'base64'));
+    return projectKeys(volume, data, src.items, defaultMode, !!src.optional, 'configmap', name);
+  }
+
+  /** The files a secret volume or projection holds (none when optional and missing). */
+  private async secretFiles(
+    volume: string,
+    ns: string,
+    src: SecretProjection,
+    defaultMode: number,
+  ): Promise<Files> {
+    const name = src.name ?? '';
+    const s = await this.objects.secret(ns, name);
+    if (!s && !src.optional) throw new MountError(volume, `secret "${name}" not found`);
+    const data = new Map<string, Buffer>();
+    for (const [k, b64] of Object.entries(s?.data ?? {})) data.set(k, Buffer.from(b64, 'base64'));
+    for (const [k, str] of Object.entries(s?.stringData ?? {})) data.set(k, Buffer.from(str));
+    return projectKeys(volume, data, src.items, defaultMode, !!src.optional, 'secret', name);
+  }
+
+  private async setUpOne(pod: Pod, uid: string, ns: string, v: Volume): Promise<string> {
     const base = join(this.podDir(uid), 'volumes');
     if (v.emptyDir) {
       const dir = join(base, 'kubernetes.io~empty-dir', v.name);
@@ -136,38 +222,53 @@ export class VolumeManager {
       return path;
     }
     if (v.configMap) {
-      const name = v.configMap.name ?? '';
-      const cm = await this.objects.configMap(ns, name);
-      if (!cm && !v.configMap.optional) throw new MountError(v.name, `configmap "${name}" not found`);
-      const data = new Map<string, Buffer>();
-      for (const [k, s] of Object.entries(cm?.data ?? {})) data.set(k, Buffer.from(s));
-      for (const [k, s] of Object.entries(cm?.binaryData ?? {})) data.set(k, Buffer.from(s, 'base64'));
       const dir = join(base, 'kubernetes.io~configmap', v.name);
-      const mode = v.configMap.defaultMode ?? 0o644;
+      const { name, items, optional } = v.configMap;
       await syncFiles(
         dir,
-        projectKeys(v.name, data, v.configMap.items, mode, !!v.configMap.optional, 'configmap', name),
+        await this.configMapFiles(v.name, ns, { name, items, optional }, v.configMap.defaultMode ?? 0o644),
       );
       return dir;
     }
     if (v.secret) {
-      const name = v.secret.secretName ?? '';
-      const s = await this.objects.secret(ns, name);
-      if (!s && !v.secret.optional) throw new MountError(v.name, `secret "${name}" not found`);
-      const data = new Map<string, Buffer>();
-      for (const [k, b64] of Object.entries(s?.data ?? {})) data.set(k, Buffer.from(b64, 'base64'));
-      for (const [k, str] of Object.entries(s?.stringData ?? {})) data.set(k, Buffer.from(str));
       const dir = join(base, 'kubernetes.io~secret', v.name);
-      const mode = v.secret.defaultMode ?? 0o644;
+      const { secretName: name, items, optional } = v.secret;
       await syncFiles(
         dir,
-        projectKeys(v.name, data, v.secret.items, mode, !!v.secret.optional, 'secret', name),
+        await this.secretFiles(v.name, ns, { name, items, optional }, v.secret.defaultMode ?? 0o644),
       );
+      return dir;
+    }
+    if (v.downwardAPI) {
+      const dir = join(base, 'kubernetes.io~downward-api', v.name);
+      await syncFiles(
+        dir,
+        downwardFiles(pod, v.name, v.downwardAPI.items ?? [], v.downwardAPI.defaultMode ?? 0o644),
+      );
+      return dir;
+    }
+    if (v.projected) {
+      const mode = v.projected.defaultMode ?? 0o644;
+      const files: Files = new Map();
+      for (const src of v.projected.sources ?? []) {
+        let part: Files;
+        if (src.configMap) part = await this.configMapFiles(v.name, ns, src.configMap, mode);
+        else if (src.secret) part = await this.secretFiles(v.name, ns, src.secret, mode);
+        else if (src.downwardAPI) part = downwardFiles(pod, v.name, src.downwardAPI.items ?? [], mode);
+        else
+          throw new MountError(
+            v.name,
+            'unsupported projected source (Kubit projects configMap, secret and downwardAPI)',
+          );
+        for (const [path, f] of part) files.set(path, f);
+      }
+      const dir = join(base, 'kubernetes.io~projected', v.name);
+      await syncFiles(dir, files);
       return dir;
     }
     throw new MountError(
       v.name,
-      'unsupported volume type (Kubit supports emptyDir, hostPath, configMap, secret)',
+      'unsupported volume type (Kubit supports emptyDir, hostPath, configMap, secret, downwardAPI, projected)',
     );
   }
 

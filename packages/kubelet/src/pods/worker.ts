@@ -31,6 +31,7 @@ import { ContainerProbes } from './probes.js';
 import { linuxResources } from './resources.js';
 import type { EventSink, EventType, ObjectSource, PodStatusSink } from './sinks.js';
 import { computePodStatus, restartCountOf, rfc3339, type Waiting } from './status.js';
+import type { Tracer, TraceStep } from './trace.js';
 import { MountError, type VolumeManager } from './volumes.js';
 
 /** What every pod worker shares. */
@@ -51,9 +52,15 @@ export interface WorkerContext {
   retryMs: number;
   /** Why no pod-network sandbox may be created yet (the node has no CNI config), or undefined. */
   networkNotReady?: () => string | undefined;
+  /** Pulls under way, by image: pods starting together share one PullImage. */
+  pulls: Map<string, Promise<void>>;
+  /** Notes start-up steps (see trace.ts); absent when not measuring. */
+  trace?: Tracer;
 }
 
 const DEFAULT_GRACE_SECONDS = 30;
+/** How often the contents of configMap and secret volumes are refreshed from the apiserver. */
+const VOLUME_REFRESH_MS = 10_000;
 
 export function podLogDirectory(podLogsDir: string, ref: PodRef): string {
   return join(podLogsDir, `${ref.namespace}_${ref.name}_${ref.uid}`);
@@ -190,6 +197,13 @@ export class PodWorker {
     this.wakeTimer.unref();
   }
 
+  /** Start-up steps are traced until the pod first reports Running. */
+  private tracing = true;
+
+  private trace(step: TraceStep, detail?: string): void {
+    if (this.tracing) this.ctx.trace?.(this.ref.uid, step, detail);
+  }
+
   private event(type: EventType, reason: string, message: string): void {
     this.ctx.events.event(this.pod, type, reason, message);
   }
@@ -245,6 +259,9 @@ export class PodWorker {
       await this.terminate();
       return;
     }
+    this.trace('sync-start');
+    this.touched.clear();
+    this.stoppedSome = false;
     const obs = await this.observe();
     if (this.rejected) {
       await this.publish(obs);
@@ -260,8 +277,9 @@ export class PodWorker {
 
     let volumePaths: Map<string, string>;
     try {
-      volumePaths = await this.ctx.volumes.setUp(this.pod);
+      volumePaths = await this.setUpVolumes();
       this.lastEvent.delete('volumes');
+      this.trace('volumes-ready');
     } catch (err) {
       if (!(err instanceof MountError)) throw err;
       this.eventOnce('volumes', 'Warning', 'FailedMount', err.message);
@@ -277,6 +295,20 @@ export class PodWorker {
       if (networkProblem) {
         this.eventOnce('sandbox', 'Warning', 'NetworkNotReady', networkProblem);
         await this.publish(obs);
+        this.wake(this.ctx.retryMs);
+        return;
+      }
+      if (sandbox && (this.pod.spec?.restartPolicy ?? 'Always') === 'Never' && obs.instances.size > 0) {
+        // A pod with restartPolicy Never whose containers ran is never run again in a new
+        // sandbox (as in Kubernetes): what is left of it is killed and the pod fails. Whether
+        // containerd reports the container's exit before or after the sandbox's does not matter.
+        for (const list of obs.instances.values()) {
+          for (const c of list) {
+            if (c.state === 'CONTAINER_RUNNING')
+              await this.ctx.runtime.stopContainer(c.id, 0).catch(() => {});
+          }
+        }
+        await this.publish(await this.observe());
         this.wake(this.ctx.retryMs);
         return;
       }
@@ -308,6 +340,7 @@ export class PodWorker {
       try {
         const id = await this.ctx.runtime.runPodSandbox(sandboxConfig);
         sandbox = await this.ctx.runtime.podSandboxStatus(id);
+        this.trace('sandbox-started');
         this.lastEvent.delete('sandbox');
         this.lastEvent.delete('sandbox-changed');
       } catch (err) {
@@ -379,10 +412,75 @@ export class PodWorker {
       }
     }
 
-    const after = await this.observe();
+    const after = await this.refreshed(obs);
     await this.removeOldInstances(after);
     this.syncProbes(after);
     await this.publish(after);
+  }
+
+  private volumePaths: Map<string, string> | undefined;
+  private volumesAt = 0;
+  private volumesFor: Pod | undefined;
+
+  /**
+   * Sets up the pod's volumes the first time, and again when the pod changed or
+   * VOLUME_REFRESH_MS passed (configMap and secret contents follow their
+   * objects). A refresh that cannot reach the apiserver keeps what is mounted:
+   * running pods must not depend on the control plane being there.
+   */
+  private async setUpVolumes(): Promise<Map<string, string>> {
+    const fresh = this.volumesFor === this.pod && Date.now() - this.volumesAt < VOLUME_REFRESH_MS;
+    if (this.volumePaths && fresh) return this.volumePaths;
+    try {
+      this.volumePaths = await this.ctx.volumes.setUp(this.pod);
+    } catch (err) {
+      if (err instanceof MountError || !this.volumePaths) throw err;
+      this.ctx.log.debug(
+        { pod: `${this.ref.namespace}/${this.ref.name}`, err: (err as Error).message },
+        'volume refresh failed; keeping the mounted contents',
+      );
+    }
+    this.volumesAt = Date.now();
+    this.volumesFor = this.pod;
+    return this.volumePaths;
+  }
+
+  /** Containers this sync created, started or stopped: their state is no longer what obs says. */
+  private readonly touched = new Set<string>();
+  /** A container was stopped during this sync: only a full observation tells what is left. */
+  private stoppedSome = false;
+
+  /**
+   * What the runtime runs after this sync's actions. Nothing done: `obs` holds.
+   * Only creations and starts: the status of those containers alone (one CRI
+   * call each) instead of listing everything again, so the status goes out
+   * the moment a container started.
+   */
+  private async refreshed(obs: Observed): Promise<Observed> {
+    const touched = [...this.touched];
+    this.touched.clear();
+    const stopped = this.stoppedSome;
+    this.stoppedSome = false;
+    if (stopped) return this.observe();
+    if (touched.length === 0) return obs;
+    const fresh = await Promise.all(
+      touched.map((id) =>
+        this.ctx.runtime.containerStatus(id).catch((err) => {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        }),
+      ),
+    );
+    if (fresh.some((s) => s === undefined)) return this.observe();
+    for (const s of fresh) {
+      if (!s) continue;
+      const name = s.labels[CONTAINER_NAME_LABEL] ?? s.metadata.name;
+      const list = (obs.instances.get(name) ?? []).filter((c) => c.id !== s.id);
+      list.push(s);
+      list.sort((a, b) => restartCountOf(b) - restartCountOf(a) || b.createdAt - a.createdAt);
+      obs.instances.set(name, list);
+    }
+    return obs;
   }
 
   /**
@@ -454,13 +552,17 @@ export class PodWorker {
       return;
     }
     this.carriedRestarts.delete(c.name);
+    this.touched.add(id);
+    this.trace('container-created');
     this.event('Normal', 'Created', `Created container ${c.name}`);
     await this.startCreated(c, id);
   }
 
   private async startCreated(c: Container, id: string): Promise<void> {
     try {
+      this.touched.add(id);
       await this.ctx.runtime.startContainer(id);
+      this.trace('container-started');
       this.waiting.delete(c.name);
       this.lastEvent.delete(c.name);
       this.event('Normal', 'Started', `Started container ${c.name}`);
@@ -475,7 +577,10 @@ export class PodWorker {
     const image = c.image ?? '';
     const policy = imagePullPolicy(c);
     const present = policy === 'Always' ? undefined : await this.ctx.runtime.imageStatus(image);
-    if (present) return true;
+    if (present) {
+      this.trace('image-checked', 'present');
+      return true;
+    }
     if (policy === 'Never') {
       const message = `Container image "${image}" is not present with pull policy of Never`;
       this.waiting.set(c.name, { reason: 'ErrImageNeverPull', message });
@@ -494,7 +599,7 @@ export class PodWorker {
     this.event('Normal', 'Pulling', `Pulling image "${image}"`);
     const started = Date.now();
     try {
-      await this.ctx.runtime.pullImage(image, this.sandboxConfig(0));
+      await this.pull(image);
     } catch (err) {
       this.ctx.imageBackoff.next(key);
       this.imageFailedAt.set(key, Date.now());
@@ -510,7 +615,27 @@ export class PodWorker {
     this.imageFailedAt.delete(key);
     const secs = ((Date.now() - started) / 1000).toFixed(3);
     this.event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${secs}s`);
+    this.trace('image-checked', 'pulled');
     return true;
+  }
+
+  /** PullImage, joined with a pull of the same image another pod already started. */
+  private pull(image: string): Promise<void> {
+    const { pulls } = this.ctx;
+    let p = pulls.get(image);
+    if (!p) {
+      p = this.ctx.runtime.pullImage(image, this.sandboxConfig(0)).then(
+        () => {
+          pulls.delete(image);
+        },
+        (err: unknown) => {
+          pulls.delete(image);
+          throw err;
+        },
+      );
+      pulls.set(image, p);
+    }
+    return p;
   }
 
   /** Restarts a running container whose liveness or startup probe failed. */
@@ -524,6 +649,7 @@ export class PodWorker {
       // Not finished, whatever its exit code: it is about to run again.
       this.waiting.set(c.name, { reason: 'ContainerCreating' });
       this.event('Normal', 'Killing', `Container ${c.name} definition changed, will be restarted`);
+      this.stoppedSome = true;
       await this.ctx.runtime.stopContainer(
         cur.id,
         this.pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS,
@@ -537,6 +663,7 @@ export class PodWorker {
     probes.stop();
     this.probes.delete(cur.id);
     this.event('Normal', 'Killing', `Container ${c.name} failed ${kind} probe, will be restarted`);
+    this.stoppedSome = true;
     await this.ctx.runtime.stopContainer(
       cur.id,
       this.pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS,
@@ -618,6 +745,8 @@ export class PodWorker {
     if (json === this.lastStatusJson) return;
     this.lastStatusJson = json;
     this.lastStatus = status;
+    this.trace('status-set', status.phase);
+    if (status.phase !== 'Pending') this.tracing = false;
     await this.ctx.statusSink.setStatus(this.pod, status);
   }
 

@@ -291,6 +291,21 @@ export class RaftNode {
       rd.entries.length > 0 ||
       (hs !== undefined && (hs.term !== log.hardState.term || hs.vote !== log.hardState.vote));
     const answers = rd.committedEntries.length > 0 ? this.apply(rd.committedEntries, ops) : [];
+    // Answer before the write below when we may: an entry committed in an
+    // earlier Ready is durable on a majority (this loop persists one Ready at a
+    // time, so the leader's own copy from an earlier Ready is already on disk), and
+    // reads are served from memory, which holds the applied state. Waiting for
+    // this batch's fsync (which carries newer entries) would add a whole fsync
+    // to every request. After a crash the applied index on disk is older and the
+    // log replays the rest. A lone voter commits entries in the very Ready that
+    // brings them: those are not on disk yet, so their answers (and any read
+    // that could see them) wait for the write.
+    const lastCommitted = rd.committedEntries[rd.committedEntries.length - 1]?.index ?? 0;
+    const answerEarly = rd.entries.length === 0 || lastCommitted < rd.entries[0].index;
+    if (answerEarly) {
+      this.answer(answers);
+      this.releaseReadStates(rd);
+    }
     const t0 = performance.now();
     if (ops.length > 0) await db.batch(ops, { sync: durable });
     if (this.opts.logger.isLevelEnabled('trace')) {
@@ -303,7 +318,17 @@ export class RaftNode {
     log.append(rd.hardState, rd.entries);
     // Followers answer only once what they promise is on disk.
     if (!sendEarly && rd.messages.length > 0) this.opts.send(rd.messages);
-    this.answer(answers);
+    if (!answerEarly) {
+      this.answer(answers);
+      this.releaseReadStates(rd);
+    }
+    // 4. Done with this batch.
+    this.raw.advance(rd);
+    await this.maybeCompactLog();
+  }
+
+  /** Reads whose ReadIndex round completed go on once that index is applied here. */
+  private releaseReadStates(rd: Ready): void {
     for (const rs of rd.readStates) {
       const ctx = Buffer.from(rs.requestCtx).toString();
       const ws = this.readWaiters.get(ctx);
@@ -313,9 +338,6 @@ export class RaftNode {
         for (const w of ws) w.resolve();
       });
     }
-    // 4. Done with this batch.
-    this.raw.advance(rd);
-    await this.maybeCompactLog();
   }
 
   private setSoftState(s: SoftState): void {

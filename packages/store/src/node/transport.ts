@@ -1,14 +1,18 @@
-// Sends raft messages to peers over gRPC (RaftPeer.Send, unary batches). One
-// call in flight per peer; messages queue behind it up to a bound and the
-// rest are dropped: raft resends what matters, and a dead peer costs no more
-// than the bound.
+// Sends raft messages to peers over gRPC. Everything but snapshots goes on one
+// long-lived bidi stream per peer (RaftPeer.Stream): a batch costs one HTTP/2
+// DATA frame instead of a whole unary call. Messages queue while the stream is
+// not writable, up to a bound, and the rest are dropped: raft resends what
+// matters, and a dead peer costs no more than the bound. A snapshot goes as
+// a unary Send, whose answer tells raft whether it arrived.
 import type * as grpc from '@grpc/grpc-js';
-import { type RaftBatch, RaftPeerService, type WireMessage } from '../proto.js';
+import { type RaftBatch, RaftPeerService } from '../proto.js';
 import type { Message } from '../raft/types.js';
 import { messageToWire } from './wire.js';
 
 const MAX_QUEUED = 4096;
 const SEND_TIMEOUT_MS = 5000;
+/** Wait before dialing a peer whose stream just failed. */
+const REDIAL_MS = 100;
 
 export interface PeerCallbacks {
   unreachable(id: string): void;
@@ -17,6 +21,7 @@ export interface PeerCallbacks {
 
 type PeerClient = grpc.Client & {
   Send(req: RaftBatch, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void): void;
+  Stream(opts: grpc.CallOptions): grpc.ClientDuplexStream<RaftBatch, unknown>;
   LeaseRemaining(
     req: { ID: string },
     opts: grpc.CallOptions,
@@ -32,7 +37,13 @@ type PeerClient = grpc.Client & {
 class Peer {
   client: PeerClient;
   queue: Message[] = [];
-  inflight = false;
+  stream: grpc.ClientDuplexStream<RaftBatch, unknown> | undefined;
+  /** The stream said it is full: wait for 'drain' (messages gather in the queue meanwhile). */
+  blocked = false;
+  /** No dialing before this time (a failed stream backs off). */
+  redialAt = 0;
+  redialTimer: NodeJS.Timeout | undefined;
+  /** When the peer last acknowledged a batch (it acks at most every few tens of ms). */
   lastContact = 0;
 
   constructor(
@@ -45,6 +56,13 @@ class Peer {
       'grpc.max_receive_message_length': 512 * 1024 * 1024,
       'grpc.max_send_message_length': 512 * 1024 * 1024,
     }) as unknown as PeerClient;
+  }
+
+  close(): void {
+    if (this.redialTimer) clearTimeout(this.redialTimer);
+    this.stream?.cancel();
+    this.stream = undefined;
+    this.client.close();
   }
 }
 
@@ -60,12 +78,12 @@ export class Transport {
   setPeer(id: string, url: string): void {
     const cur = this.peers.get(id);
     if (cur && cur.url === url) return;
-    cur?.client.close();
+    cur?.close();
     this.peers.set(id, new Peer(id, url, this.creds));
   }
 
   removePeer(id: string): void {
-    this.peers.get(id)?.client.close();
+    this.peers.get(id)?.close();
     this.peers.delete(id);
   }
 
@@ -78,33 +96,78 @@ export class Transport {
   }
 
   send(messages: Message[]): void {
+    const touched = new Set<Peer>();
     for (const m of messages) {
       const p = this.peers.get(m.to);
       if (!p) continue;
+      if (m.type === 'MsgSnap') {
+        this.sendSnapshot(p, m);
+        continue;
+      }
       if (p.queue.length >= MAX_QUEUED) continue;
       p.queue.push(m);
+      touched.add(p);
     }
-    for (const p of this.peers.values()) this.flush(p);
+    for (const p of touched) this.flush(p);
   }
 
+  /** Writes the queue as one batch on the peer's stream (opening it if needed). */
   private flush(p: Peer): void {
-    if (p.inflight || p.queue.length === 0) return;
+    if (p.blocked || p.queue.length === 0 || this.peers.get(p.id) !== p) return;
+    const stream = p.stream ?? this.open(p);
+    if (!stream) return;
     const batch = p.queue;
     p.queue = [];
-    p.inflight = true;
-    const wire: WireMessage[] = batch.map(messageToWire);
+    const ok = stream.write({ cluster_id: this.clusterId, messages: batch.map(messageToWire) });
+    if (!ok) p.blocked = true;
+  }
+
+  private open(p: Peer): grpc.ClientDuplexStream<RaftBatch, unknown> | undefined {
+    const wait = p.redialAt - Date.now();
+    if (wait > 0) {
+      p.redialTimer ??= setTimeout(() => {
+        p.redialTimer = undefined;
+        this.flush(p);
+      }, wait).unref();
+      return undefined;
+    }
+    const stream = p.client.Stream({});
+    p.stream = stream;
+    let failed = false;
+    const fail = () => {
+      if (failed) return;
+      failed = true;
+      if (p.stream === stream) {
+        p.stream = undefined;
+        p.blocked = false;
+        p.redialAt = Date.now() + REDIAL_MS;
+        // What was queued for the dead stream is probably lost: raft probes again.
+        this.cb.unreachable(p.id);
+        if (p.queue.length > 0) this.flush(p);
+      }
+    };
+    stream.on('data', () => {
+      p.lastContact = Date.now();
+    });
+    stream.on('drain', () => {
+      if (p.stream !== stream) return;
+      p.blocked = false;
+      this.flush(p);
+    });
+    stream.on('error', fail);
+    stream.on('end', fail);
+    stream.on('close', fail);
+    return stream;
+  }
+
+  private sendSnapshot(p: Peer, m: Message): void {
     p.client.Send(
-      { cluster_id: this.clusterId, messages: wire },
+      { cluster_id: this.clusterId, messages: [messageToWire(m)] },
       { deadline: Date.now() + SEND_TIMEOUT_MS },
       (err) => {
-        p.inflight = false;
         if (err) this.cb.unreachable(p.id);
         else p.lastContact = Date.now();
-        for (const m of batch) if (m.type === 'MsgSnap') this.cb.snapshotDone(p.id, !err);
-        if (err) {
-          // Back off a little before trying a dead peer again.
-          setTimeout(() => this.flush(p), 100).unref();
-        } else this.flush(p);
+        this.cb.snapshotDone(p.id, !err);
       },
     );
   }
@@ -126,7 +189,7 @@ export class Transport {
   }
 
   close(): void {
-    for (const p of this.peers.values()) p.client.close();
+    for (const p of this.peers.values()) p.close();
     this.peers.clear();
   }
 }

@@ -2,9 +2,10 @@
 // with etcd's strict reconfiguration checks (never lose quorum by accident).
 import { createHash } from 'node:crypto';
 import type * as grpc from '@grpc/grpc-js';
-import { Errors } from '../errors.js';
+import { Errors, EtcdError } from '../errors.js';
 import type { Member, MemberInfo } from '../proto.js';
 import { codecs } from '../proto.js';
+import type { RaftStatus } from '../raft/index.js';
 import { header, type ServerContext, unary } from './context.js';
 
 export const VERSION = '3.5.13';
@@ -47,9 +48,57 @@ function validUrls(urls: string[]): boolean {
   });
 }
 
-export function clusterService(ctx: ServerContext): grpc.UntypedServiceImplementation {
+/** A learner may be promoted once it has 90% of what the leader has (etcd's rule). */
+const LEARNER_READY_FRACTION = 0.9;
+
+export interface ClusterServiceOptions {
+  /** The raft core's status (with every member's progress while this member leads). */
+  raftStatus(): RaftStatus;
+  /** A client for the Cluster service of the member at `clientUrl` (to forward a promote to the leader). */
+  dialMember(clientUrl: string): grpc.Client;
+}
+
+/** Whether learner `id` has caught up, in the leader's progress. */
+function learnerReady(status: RaftStatus, id: string): boolean {
+  const learner = status.progress?.[id];
+  const leader = status.progress?.[status.id];
+  if (!learner || !leader) return false;
+  return learner.match >= leader.match * LEARNER_READY_FRACTION;
+}
+
+type PromoteStub = grpc.Client & {
+  MemberPromote(
+    req: { ID: string },
+    opts: grpc.CallOptions,
+    cb: (err: grpc.ServiceError | null, resp: unknown) => void,
+  ): void;
+};
+
+/** Only the leader knows how far a learner is: a follower asks the leader. */
+function forwardPromote(ctx: ServerContext, opts: ClusterServiceOptions, id: string): Promise<unknown> {
+  const leader = ctx.machine.members.get(ctx.node.leader);
+  const url = leader?.client_urls[0];
+  if (!ctx.node.leader || !url) return Promise.reject(Errors.noLeader());
+  const stub = opts.dialMember(url) as PromoteStub;
+  return new Promise((res, rej) => {
+    stub.MemberPromote({ ID: id }, { deadline: Date.now() + 7000 }, (err, resp) => {
+      stub.close();
+      if (err) rej(new EtcdError(err.code, err.details || err.message));
+      else res(resp);
+    });
+  });
+}
+
+export function clusterService(
+  ctx: ServerContext,
+  opts: ClusterServiceOptions,
+): grpc.UntypedServiceImplementation {
   const voters = () => [...ctx.machine.members.values()].filter((m) => !m.is_learner);
-  const started = (m: MemberInfo) => ctx.activeMembers().has(m.id);
+  // etcd's "started": the member has published its name through the log. The
+  // leader, which exchanges messages with every member, also requires that it
+  // heard from it lately; a follower only talks to the leader, so its own
+  // traffic says nothing about the others.
+  const started = (m: MemberInfo) => m.name !== '' && (!ctx.node.isLeader || ctx.activeMembers().has(m.id));
   return {
     MemberList: unary(async () => ({ header: header(ctx), members: members(ctx) })),
     MemberAdd: unary(async (req: { peerURLs: string[]; isLearner: boolean }) => {
@@ -99,6 +148,8 @@ export function clusterService(ctx: ServerContext): grpc.UntypedServiceImplement
       const target = ctx.machine.members.get(id);
       if (!target) throw Errors.memberNotFound();
       if (!target.is_learner) throw Errors.memberNotLearner();
+      if (!ctx.node.isLeader) return forwardPromote(ctx, opts, id);
+      if (!learnerReady(opts.raftStatus(), id)) throw Errors.learnerNotReady();
       await ctx.node.proposeConfChange({ type: 'promote', nodeId: id });
       return { header: header(ctx), members: members(ctx) };
     }),

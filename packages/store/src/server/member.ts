@@ -146,12 +146,17 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
     snapshotDone: (id, ok) => node.reportSnapshot(id, ok),
   });
   let lessor!: Lessor;
+  // Kept for the Cluster service: promoting a learner depends on the leader's view of its progress.
+  let raft!: RawNode;
   node = new RaftNode({
     id: selfId,
     db,
     log: raftLog,
     machine,
-    rawNode: (c) => new RawNode(c),
+    rawNode: (c) => {
+      raft = new RawNode(c);
+      return raft;
+    },
     tickMs: cfg.tickMs,
     electionTicks: cfg.electionTicks,
     heartbeatTicks: 1,
@@ -228,7 +233,20 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
   clientServer.addService(etcdServices.KV.service, kvService(ctx));
   clientServer.addService(etcdServices.Watch.service, watchHub.service());
   clientServer.addService(etcdServices.Lease.service, leaseService(ctx));
-  clientServer.addService(etcdServices.Cluster.service, clusterService(ctx));
+  clientServer.addService(
+    etcdServices.Cluster.service,
+    clusterService(ctx, {
+      raftStatus: () => raft.status(),
+      // A member's client URL takes the credentials this member presents to its peers.
+      dialMember: (url) =>
+        new etcdServices.Cluster(
+          hostPort(url),
+          url.startsWith('https:')
+            ? clientCreds(cfg.peerTls ?? cfg.clientTls)
+            : grpc.credentials.createInsecure(),
+        ),
+    }),
+  );
   clientServer.addService(etcdServices.Maintenance.service, maintenanceService(ctx));
   const clientPorts: number[] = [];
   for (const url of cfg.listenClientUrls)

@@ -1,10 +1,13 @@
-// kubitstore.RaftPeer: raft messages from other members, and lease
+// kubitstore.RaftPeer: raft messages from other members (a stream per peer,
+// or a unary Send for snapshots), and lease
 // keep-alives forwarded to this member while it leads.
 import type * as grpc from '@grpc/grpc-js';
 import { Errors } from '../errors.js';
 import { messageFromWire } from '../node/wire.js';
 import type { RaftBatch } from '../proto.js';
 import { header, type ServerContext, toServiceError } from './context.js';
+
+const ACK_EVERY_MS = 20;
 
 export function peerService(
   ctx: ServerContext,
@@ -19,6 +22,30 @@ export function peerService(
       } catch (err) {
         callback(toServiceError(err) as grpc.ServiceError);
       }
+    },
+    Stream: (call: grpc.ServerDuplexStream<RaftBatch, unknown>) => {
+      // Acks tell the sender we are alive (its view of started members); one per
+      // few tens of ms is plenty, and costs little next to the batches.
+      let lastAck = 0;
+      call.on('data', (batch: RaftBatch) => {
+        try {
+          if (batch.cluster_id) onClusterId(batch.cluster_id);
+          ctx.node.receive(batch.messages.map(messageFromWire));
+        } catch (err) {
+          // A malformed batch ends this stream; the sender dials again.
+          call.destroy(err instanceof Error ? err : new Error(String(err)));
+          return;
+        }
+        const now = Date.now();
+        if (now - lastAck >= ACK_EVERY_MS) {
+          lastAck = now;
+          call.write({});
+        }
+      });
+      call.on('end', () => call.end());
+      call.on('error', () => {
+        // The peer went away; it will open a new stream.
+      });
     },
     LeaseRenew: (
       call: grpc.ServerUnaryCall<{ ID: string }, unknown>,

@@ -1,0 +1,349 @@
+// The installer: from an inventory to a running cluster over ssh, in the
+// spirit of "Kubernetes the Hard Way", automated. Certificates are made here
+// (scripts/pki; the CA key stays in the work dir), every host gets only the
+// files its roles need, the daemons run from deploy/systemd's units, and each
+// host routes to every node's pod subnet through that node's address.
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { kubeconfigText } from '../pki.js';
+import { get, listNodes, loadClientTls, type NodeView, waitUntil } from '../probes.js';
+import { logFile, pidFile, startScript, statusScript, stopScript, unitCommand } from './direct.js';
+import { type Host, hostWithRole, type Inventory, storeHosts } from './inventory.js';
+import {
+  apiserverUrl,
+  type HostPlan,
+  planCluster,
+  serverSans,
+  storeMetricsUrl,
+  type Templates,
+} from './plan.js';
+import { copyTree, runSsh, runSshChecked, type SshOptions, shQuote } from './ssh.js';
+
+const run = promisify(execFile);
+
+export type InstallMode = 'systemd' | 'direct';
+
+export interface InstallOptions {
+  inventory: Inventory;
+  /** The local repository: deploy/ templates and scripts/pki. */
+  repoRoot: string;
+  /** Keeps the PKI (with the CA key), the admin kubeconfig and the staged host files. */
+  workDir: string;
+  mode: InstallMode;
+  timeoutMs: number;
+  say: (line: string) => void;
+}
+
+export interface InstallResult {
+  apiserverUrl: string;
+  adminKubeconfig: string;
+  nodes: NodeView[];
+}
+
+function sshOptions(inv: Inventory): SshOptions {
+  return inv.knownHosts ? { knownHosts: inv.knownHosts } : {};
+}
+
+function allHosts(inv: Inventory): Host[] {
+  return [...inv.controlPlane, ...inv.nodes];
+}
+
+export async function loadTemplates(repoRoot: string): Promise<Templates> {
+  const read = async (...parts: string[]) => {
+    const path = join(repoRoot, 'deploy', ...parts);
+    try {
+      return await readFile(path, 'utf8');
+    } catch {
+      throw new Error(`${path} is missing: the installer reads its templates from the repository`);
+    }
+  };
+  const units = new Map<string, string>();
+  for (const u of [
+    'kubit-store@.service',
+    'kubit-apiserver.service',
+    'kubit-scheduler.service',
+    'kubit-controller-manager.service',
+    'containerd-kubit@.service',
+    'kubit-kubelet@.service',
+  ]) {
+    units.set(u, await read('systemd', u));
+  }
+  return {
+    units,
+    containerdConfig: await read('containerd', 'config.toml.tmpl'),
+    hostsToml: await read('containerd', 'hosts.toml.tmpl'),
+    conflist: await read('containerd', '10-kubit.conflist.tmpl'),
+  };
+}
+
+/** Every host answers ssh and has what its roles need; one clear message lists what is missing where. */
+export async function checkHosts(inv: Inventory, mode: InstallMode): Promise<void> {
+  const problems = await Promise.all(
+    allHosts(inv).map(async (h) => {
+      const isNode = inv.nodes.includes(h);
+      const need = [
+        `[ -x ${shQuote(inv.nodePath)} ] || echo "node (${inv.nodePath})"`,
+        inv.kubitCopyFrom
+          ? ''
+          : inv.kubitRun === 'dist'
+            ? `[ -f ${shQuote(`${inv.kubitRoot}/packages/store/dist/src/main.js`)} ] || echo "a built Kubit in ${inv.kubitRoot} (kubit.root; or give kubit.copyFrom)"`
+            : `[ -d ${shQuote(`${inv.kubitRoot}/node_modules/tsx`)} ] || echo "Kubit's sources with tsx installed in ${inv.kubitRoot} (kubit.run: source)"`,
+        'command -v tar >/dev/null || echo tar',
+        mode === 'systemd'
+          ? 'command -v systemctl >/dev/null || echo "systemctl (use --mode direct without systemd)"'
+          : '',
+        mode === 'direct' ? 'command -v setsid >/dev/null || echo "setsid (util-linux)"' : '',
+        isNode
+          ? '[ -x /usr/bin/containerd ] || echo "/usr/bin/containerd (apt-get install containerd runc)"'
+          : '',
+        isNode
+          ? '[ -x /usr/lib/cni/bridge ] || echo "/usr/lib/cni/bridge (apt-get install containernetworking-plugins)"'
+          : '',
+        isNode ? 'command -v ip >/dev/null || echo "ip (apt-get install iproute2)"' : '',
+      ].filter(Boolean);
+      const out = await runSshChecked(h, 'checking prerequisites', need.join('\n'), sshOptions(inv));
+      const missing = out.trim().split('\n').filter(Boolean);
+      return missing.length > 0 ? `${h.name} (${h.address}) is missing: ${missing.join(', ')}` : undefined;
+    }),
+  );
+  const found = problems.filter((p): p is string => p !== undefined);
+  if (found.length > 0) throw new Error(found.join('\n'));
+}
+
+async function makePki(inv: Inventory, repoRoot: string, pkiDir: string): Promise<void> {
+  const args = [pkiDir, ...inv.nodes.flatMap((n) => ['--node', n.name]), ...serverSans(inv)];
+  try {
+    await run(join(repoRoot, 'scripts', 'pki'), args);
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`scripts/pki failed: ${(e.stderr ?? '').trim() || e.message}`);
+  }
+}
+
+/** Writes each host's files under workDir/hosts/NAME/fs, laid out as they go onto the host's "/". */
+async function stage(plans: HostPlan[], pkiDir: string, workDir: string): Promise<Map<string, string>> {
+  const roots = new Map<string, string>();
+  for (const plan of plans) {
+    const fs = join(workDir, 'hosts', plan.host.name, 'fs');
+    await rm(fs, { recursive: true, force: true });
+    for (const f of plan.files) {
+      const local = join(fs, f.path);
+      await mkdir(dirname(local), { recursive: true });
+      const data = 'text' in f.content ? f.content.text : await readFile(join(pkiDir, f.content.localPki));
+      await writeFile(local, data, { mode: f.mode });
+    }
+    roots.set(plan.host.name, fs);
+  }
+  return roots;
+}
+
+export async function writeAdminKubeconfig(inv: Inventory, workDir: string): Promise<string> {
+  const pki = join(workDir, 'pki');
+  const file = join(workDir, 'admin.kubeconfig');
+  await writeFile(
+    file,
+    kubeconfigText({
+      server: apiserverUrl(inv),
+      caFile: join(pki, 'ca.crt'),
+      certFile: join(pki, 'admin.crt'),
+      keyFile: join(pki, 'admin.key'),
+      user: 'admin',
+    }),
+    { mode: 0o600 },
+  );
+  return file;
+}
+
+/** Units of a phase on every host, in parallel; in direct mode from the staged unit and env files. */
+async function startUnits(
+  opts: InstallOptions,
+  plans: HostPlan[],
+  staged: Map<string, string>,
+  pick: (unitName: string) => boolean,
+): Promise<void> {
+  const ssh = sshOptions(opts.inventory);
+  await Promise.all(
+    plans.map(async (plan) => {
+      const units = plan.units.filter((u) => pick(u.name));
+      if (units.length === 0) return;
+      if (opts.mode === 'systemd') {
+        const names = units.map((u) => shQuote(u.name)).join(' ');
+        await runSshChecked(plan.host, 'systemctl enable --now', `systemctl enable --now ${names}`, ssh);
+        return;
+      }
+      const fs = staged.get(plan.host.name) ?? '';
+      const readStaged = (path: string) => {
+        try {
+          return readFileSync(join(fs, path), 'utf8');
+        } catch {
+          return undefined;
+        }
+      };
+      // One ssh session per host: each unit's script in a subshell, stopping at the first failure.
+      const script = units
+        .map((u) => `(\n${startScript(plan.paths, u, unitCommand(plan.paths, u, readStaged))}) || exit 1`)
+        .join('\n');
+      await runSshChecked(plan.host, `starting ${units.map((u) => u.name).join(', ')}`, script, ssh);
+    }),
+  );
+}
+
+/** What is not running, with the end of its log (direct mode) or systemctl's view (systemd). */
+export async function unitProblems(inv: Inventory, plans: HostPlan[], mode: InstallMode): Promise<string> {
+  const ssh = sshOptions(inv);
+  const reports = await Promise.all(
+    plans.map(async (plan) => {
+      const script =
+        mode === 'direct'
+          ? statusScript(plan.paths, plan.units)
+          : plan.units
+              .map(
+                (u) =>
+                  `systemctl is-active --quiet ${shQuote(u.name)} || { echo "== ${u.name}:"; journalctl -u ${shQuote(u.name)} -n 8 --no-pager; }`,
+              )
+              .join('\n');
+      const r = await runSsh(plan.host, script, ssh).catch((err: Error) => ({ stdout: err.message }));
+      return r.stdout.trim() ? `${plan.host.name}:\n${r.stdout.trim()}` : '';
+    }),
+  );
+  return reports.filter(Boolean).join('\n');
+}
+
+/** Each host routes every other node's pod subnet through that node's address. */
+export async function syncRoutes(inv: Inventory, nodes: NodeView[]): Promise<void> {
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  await Promise.all(
+    allHosts(inv).map(async (h) => {
+      const routes = inv.nodes
+        .filter((n) => n.name !== h.name)
+        .map((n) => {
+          const cidr = byName.get(n.name)?.podCidr;
+          if (!cidr) throw new Error(`node ${n.name} has no spec.podCIDR yet`);
+          return `ip route replace ${shQuote(cidr)} via ${shQuote(n.address)}`;
+        });
+      if (routes.length > 0) await runSshChecked(h, 'adding pod routes', routes.join('\n'), sshOptions(inv));
+    }),
+  );
+}
+
+export async function install(opts: InstallOptions): Promise<InstallResult> {
+  const inv = opts.inventory;
+  const ssh = sshOptions(inv);
+  opts.say(`checking ${allHosts(inv).length} hosts over ssh`);
+  await checkHosts(inv, opts.mode);
+
+  const pkiDir = join(opts.workDir, 'pki');
+  await mkdir(opts.workDir, { recursive: true });
+  await makePki(inv, opts.repoRoot, pkiDir);
+  const adminKubeconfig = await writeAdminKubeconfig(inv, opts.workDir);
+  const plans = planCluster(inv, await loadTemplates(opts.repoRoot));
+  const staged = await stage(plans, pkiDir, opts.workDir);
+  opts.say(`PKI and host files ready in ${opts.workDir}`);
+
+  await Promise.all(
+    plans.map(async (plan) => {
+      if (inv.kubitCopyFrom) {
+        await copyTree(plan.host, inv.kubitCopyFrom, inv.kubitRoot, ssh, [
+          './.git',
+          './.kubit',
+          './.kubit-install',
+        ]);
+      }
+      await copyTree(plan.host, staged.get(plan.host.name) ?? '', '/', ssh);
+      if (opts.mode === 'systemd') {
+        await runSshChecked(plan.host, 'systemctl daemon-reload', 'systemctl daemon-reload', ssh);
+      }
+    }),
+  );
+  opts.say(`copied certificates, configs and units to every host (${opts.mode} mode)`);
+
+  const deadline = Date.now() + opts.timeoutMs;
+  const left = () => Math.max(1000, deadline - Date.now());
+  const explain = async (err: unknown): Promise<never> => {
+    const problems = await unitProblems(inv, plans, opts.mode);
+    throw new Error(`${(err as Error).message}${problems ? `\n${problems}` : ''}`);
+  };
+
+  // Direct mode has no systemd to restart a daemon whose dependency is not up
+  // yet, so it starts them in dependency order; systemd mode starts all at once.
+  const isStore = (n: string) => n.startsWith('kubit-store@');
+  const isApiserver = (n: string) => n === 'kubit-apiserver.service';
+  if (opts.mode === 'direct') {
+    await startUnits(opts, plans, staged, isStore);
+    await waitUntil(
+      'the store members to elect a leader',
+      async () => {
+        const res = await Promise.all(storeHosts(inv).map((h) => get(`${storeMetricsUrl(h)}/health`)));
+        return res.every((r) => r.status === 200);
+      },
+      { timeoutMs: left(), intervalMs: 200 },
+    ).catch(explain);
+    await startUnits(opts, plans, staged, isApiserver);
+  } else {
+    await startUnits(opts, plans, staged, () => true);
+  }
+  const server = apiserverUrl(inv);
+  const admin = loadClientTls(join(pkiDir, 'ca.crt'), join(pkiDir, 'admin.crt'), join(pkiDir, 'admin.key'));
+  await waitUntil(
+    `kubit-apiserver /readyz on ${hostWithRole(inv, 'apiserver').name}`,
+    async () => {
+      return (await get(`${server}/readyz`, admin)).status === 200;
+    },
+    { timeoutMs: left(), intervalMs: 200 },
+  ).catch(explain);
+  if (opts.mode === 'direct') await startUnits(opts, plans, staged, (n) => !isStore(n) && !isApiserver(n));
+  opts.say('control plane ready; waiting for the nodes to register');
+
+  const wanted = inv.nodes.map((n) => n.name);
+  let nodes: NodeView[] = [];
+  await waitUntil(
+    `nodes ${wanted.join(', ')} to register with a pod subnet`,
+    async () => {
+      nodes = (await listNodes(server, admin)).filter((n) => wanted.includes(n.name));
+      return nodes.length === wanted.length && nodes.every((n) => n.podCidr);
+    },
+    { timeoutMs: left(), intervalMs: 200 },
+  ).catch(explain);
+  opts.say('nodes registered; adding the routes between pod subnets');
+  await syncRoutes(inv, nodes);
+  opts.say(`pod routes: ${nodes.map((n) => `${n.podCidr} via ${n.name}`).join(', ')}`);
+  await waitUntil(
+    `nodes ${wanted.join(', ')} to be Ready`,
+    async () => {
+      nodes = (await listNodes(server, admin)).filter((n) => wanted.includes(n.name));
+      return nodes.length === wanted.length && nodes.every((n) => n.ready);
+    },
+    { timeoutMs: left(), intervalMs: 200 },
+  ).catch(explain);
+  return { apiserverUrl: server, adminKubeconfig, nodes };
+}
+
+/** Stops the cluster's daemons on every host: by PID file (direct) or systemctl disable --now. */
+export async function uninstall(opts: Omit<InstallOptions, 'timeoutMs'>): Promise<void> {
+  const inv = opts.inventory;
+  const plans = planCluster(inv, await loadTemplates(opts.repoRoot));
+  const ssh = sshOptions(inv);
+  const errors: string[] = [];
+  await Promise.all(
+    plans.map(async (plan) => {
+      // Dependents first: kubelets before their containerd, the apiserver before the store.
+      const units = [...plan.units].reverse();
+      const script =
+        opts.mode === 'direct'
+          ? stopScript(plan.paths, units)
+          : `systemctl disable --now ${units.map((u) => shQuote(u.name)).join(' ')}`;
+      try {
+        const out = await runSshChecked(plan.host, 'stopping the daemons', script, ssh);
+        if (out.trim()) opts.say(`${plan.host.name}: ${out.trim().split('\n').join(', ')}`);
+      } catch (err) {
+        errors.push((err as Error).message);
+      }
+    }),
+  );
+  if (errors.length > 0) throw new Error(errors.join('\n'));
+}
+
+export { logFile, pidFile };

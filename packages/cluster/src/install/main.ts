@@ -1,0 +1,121 @@
+#!/usr/bin/env node
+// kubit-install: sets up a Kubit cluster on the hosts of an inventory over ssh.
+//   kubit-install up     -i INVENTORY [--mode systemd|direct] [--work-dir DIR] [--timeout SECONDS]
+//   kubit-install down   -i INVENTORY [--mode systemd|direct] [--work-dir DIR]
+//   kubit-install routes -i INVENTORY [--work-dir DIR]   (re-adds the pod routes, e.g. after a reboot)
+//   kubit-install check  -i INVENTORY [--mode systemd|direct]
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { listNodes, loadClientTls } from '../probes.js';
+import { checkHosts, type InstallMode, install, syncRoutes, uninstall } from './install.js';
+import { type Inventory, parseInventory } from './inventory.js';
+import { apiserverUrl } from './plan.js';
+
+const USAGE = `usage: kubit-install up|down|routes|check -i INVENTORY [--mode systemd|direct] [--work-dir DIR] [--timeout SECONDS]
+  up      make the PKI, copy certificates, configs and units to every host, start the daemons, route pod subnets
+  down    stop the daemons (direct: by PID file; systemd: systemctl disable --now)
+  routes  route every node's pod subnet through its address on every host again
+  check   check the inventory and that every host answers ssh and has what it needs
+  --mode direct runs each unit's ExecStart over ssh (detached, PID file, log file) for hosts without systemd`;
+
+function findRepoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'pnpm-workspace.yaml'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('cannot find the repository root (pnpm-workspace.yaml)');
+    dir = parent;
+  }
+  return dir;
+}
+
+function loadInventory(file: string): Inventory {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read the inventory ${file}: ${(err as Error).message}`);
+  }
+  return parseInventory(text, file, dirname(file));
+}
+
+const started = Date.now();
+/** Progress on stderr, with the seconds since the start: slow steps show where the time went. */
+const say = (line: string) =>
+  process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${line}\n`);
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      inventory: { type: 'string', short: 'i' },
+      mode: { type: 'string', default: 'systemd' },
+      'work-dir': { type: 'string' },
+      timeout: { type: 'string', default: '300' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const command = positionals[0];
+  if (values.help || !command) {
+    process.stdout.write(`${USAGE}\n`);
+    if (!values.help) process.exitCode = 2;
+    return;
+  }
+  if (!['up', 'down', 'routes', 'check'].includes(command))
+    throw new Error(`unknown command "${command}"\n${USAGE}`);
+  if (!values.inventory) throw new Error(`-i INVENTORY is required\n${USAGE}`);
+  const mode = values.mode;
+  if (mode !== 'systemd' && mode !== 'direct')
+    throw new Error(`--mode must be systemd or direct, not "${mode}"`);
+  const timeout = Number(values.timeout);
+  if (!Number.isFinite(timeout) || timeout <= 0)
+    throw new Error(`--timeout must be seconds > 0, not "${values.timeout}"`);
+  const file = resolve(values.inventory);
+  const inventory = loadInventory(file);
+  const workDir = resolve(values['work-dir'] ?? join(dirname(file), '.kubit-install', inventory.clusterName));
+  const repoRoot = findRepoRoot();
+  const installMode: InstallMode = mode;
+  switch (command) {
+    case 'check':
+      await checkHosts(inventory, installMode);
+      process.stdout.write(`inventory ${file} is valid and every host is ready\n`);
+      return;
+    case 'up': {
+      const r = await install({
+        inventory,
+        repoRoot,
+        workDir,
+        mode: installMode,
+        timeoutMs: timeout * 1000,
+        say,
+      });
+      process.stdout.write(
+        [
+          `Kubit is up on ${inventory.controlPlane.length + inventory.nodes.length} hosts: ${r.nodes.length} node(s) Ready.`,
+          `  export KUBECONFIG=${r.adminKubeconfig}`,
+          '  kubit get nodes',
+          '',
+        ].join('\n'),
+      );
+      return;
+    }
+    case 'down':
+      await uninstall({ inventory, repoRoot, workDir, mode: installMode, say });
+      process.stdout.write('Kubit daemons stopped.\n');
+      return;
+    case 'routes': {
+      const pki = join(workDir, 'pki');
+      const admin = loadClientTls(join(pki, 'ca.crt'), join(pki, 'admin.crt'), join(pki, 'admin.key'));
+      await syncRoutes(inventory, await listNodes(apiserverUrl(inventory), admin));
+      process.stdout.write('pod routes are in place on every host\n');
+      return;
+    }
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  process.stderr.write(`kubit-install: ${(err as Error).message}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,707 @@
+// kubit-test: serial
+// The multi-host lab, with network namespaces standing in for VMs: five
+// "hosts" on a bridge this test creates, each with its own address and a real
+// sshd (root, key-only, a test-made host key). kubit-install sets the cluster up
+// over ssh from an inventory, running each daemon with the command line of its
+// systemd unit (direct mode): a 3-member store on the control-plane hosts (the
+// first also runs the apiserver, scheduler and controller manager) and a
+// containerd and kubelet on each of the two node hosts. Then the issue's
+// manifest runs through `kubit`, reachable from the test and from a pod on the
+// other node. Everything the test creates is removed, also when it fails.
+import assert from 'node:assert/strict';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { unitCommand } from '../src/install/direct.js';
+import { loadTemplates } from '../src/install/install.js';
+import { InventoryError, parseInventory } from '../src/install/inventory.js';
+import { hostPaths, planCluster } from '../src/install/plan.js';
+import { expandExecWords, parseEnvironmentFile, splitWords } from '../src/install/unit-file.js';
+import type { NodeLayout } from '../src/layout.js';
+import { killStrayShims, removeAllSandboxes, unmountNode } from '../src/node-cleanup.js';
+
+const run = promisify(execFile);
+const repoRoot = resolve(import.meta.dirname, '../../..');
+const installer = join(repoRoot, 'packages', 'cluster', 'src', 'install', 'main.ts');
+const cli = join(repoRoot, 'packages', 'cli', 'src', 'main.ts');
+const SSHD = '/usr/sbin/sshd';
+const REGISTRY = '/usr/bin/docker-registry';
+
+// The manifest of issue 9, unchanged.
+const MANIFEST = `apiVersion: v1
+kind: Pod
+metadata:
+  name: my-application
+  labels:
+    environment: production
+spec:
+  containers:
+  - name: web
+    image: nginx:latest
+    ports:
+    - containerPort: 80
+    resources:
+      limits:
+        memory: "128Mi"
+        cpu: "500m"
+      requests:
+        memory: "64Mi"
+        cpu: "250m"
+`;
+
+function clientPod(node: string, ip: string): string {
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: client
+spec:
+  nodeName: ${node}
+  restartPolicy: Never
+  containers:
+  - name: wget
+    image: busybox:latest
+    command: ["wget", "-q", "-O", "-", "http://${ip}/"]
+`;
+}
+
+/** What the lab needs on this machine; a missing piece fails the test with what to install. */
+function missingPrerequisites(): string[] {
+  const problems: string[] = [];
+  if (process.getuid?.() !== 0) problems.push('root (network namespaces, containerd, CNI)');
+  const files: [string, string][] = [
+    [SSHD, 'openssh-server'],
+    ['/usr/bin/ssh', 'openssh-client'],
+    ['/usr/bin/ssh-keygen', 'openssh-client'],
+    ['/usr/bin/nsenter', 'util-linux'],
+    ['/usr/bin/setsid', 'util-linux'],
+    ['/usr/bin/containerd', 'containerd'],
+    ['/usr/sbin/runc', 'runc'],
+    ['/usr/lib/cni/bridge', 'containernetworking-plugins'],
+    [REGISTRY, 'docker-registry'],
+    ['/usr/sbin/ip', 'iproute2'],
+  ];
+  for (const [f, pkg] of files) if (!existsSync(f)) problems.push(`${f} (apt-get install ${pkg})`);
+  if (!existsSync(join(repoRoot, 'node_modules', 'tsx'))) problems.push('tsx (pnpm install)');
+  return problems;
+}
+
+async function sh(cmd: string, args: string[]): Promise<string> {
+  try {
+    return (await run(cmd, args, { maxBuffer: 16 << 20 })).stdout;
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`${cmd} ${args.join(' ')}: ${(e.stderr ?? '').trim() || e.message}`);
+  }
+}
+
+/** Runs a command to the end with a time limit, collecting its output. */
+function runWithOutput(
+  command: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs: number },
+): Promise<{ code: number | null; out: string; stdout: string }> {
+  return new Promise((res) => {
+    const child = spawn(command, args, {
+      cwd: repoRoot,
+      env: opts.env ?? process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c;
+      stdout += c;
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      out += c;
+    });
+    child.stdin.on('error', () => {});
+    child.stdin.end(opts.input ?? '');
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      res({ code, out, stdout });
+    });
+  });
+}
+
+function httpGet(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((res, rej) => {
+    const req = request(url, { agent: false }, (r) => {
+      let body = '';
+      r.on('data', (c: Buffer) => {
+        body += c;
+      });
+      r.on('end', () => res({ status: r.statusCode ?? 0, body }));
+    });
+    req.on('error', rej);
+    req.setTimeout(3000, () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ''}`);
+}
+
+/** A /24 for the lab's bridge and a /16 for the pods that no route on this machine touches. */
+async function freeNetworks(): Promise<{ lan: string; cidr: string }> {
+  const routes = await sh('ip', ['-4', 'route']);
+  const addrs = await sh('ip', ['-4', 'addr']);
+  const used = (prefix: string) => routes.includes(prefix) || addrs.includes(prefix);
+  const pick = (candidates: string[]) => {
+    const free = candidates.filter((c) => !used(c));
+    if (free.length === 0) throw new Error(`no free network among ${candidates[0]}...`);
+    return free[Math.floor(Math.random() * free.length)];
+  };
+  const lan = pick(Array.from({ length: 50 }, (_, i) => `192.168.${200 + i}.`));
+  const cidr = pick(Array.from({ length: 30 }, (_, i) => `10.${200 + i}.`));
+  return { lan, cidr: `${cidr}0.0/16` };
+}
+
+interface LabHost {
+  name: string;
+  address: string;
+  netns: string;
+  veth: string;
+  prefix: string;
+  sshd?: ChildProcess;
+  roles?: string[];
+}
+
+describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeout: 600_000 }, () => {
+  const id = randomBytes(3).toString('hex');
+  const bridge = `klab${id}`;
+  let labDir = '';
+  let lanPrefix = '';
+  let clusterCidr = '';
+  let hosts: LabHost[] = [];
+  let registry: ChildProcess | undefined;
+  let inventoryFile = '';
+  let kubeconfig = '';
+  let forwardRule: string[] | undefined;
+  const cleanupErrors: string[] = [];
+  let failed = false;
+
+  const kubit = async (args: string[], input?: string): Promise<string> => {
+    const r = await runWithOutput(
+      process.execPath,
+      ['--conditions=kubit-source', '--import', 'tsx', cli, ...args],
+      { env: { ...process.env, KUBECONFIG: kubeconfig }, timeoutMs: 60_000, ...(input ? { input } : {}) },
+    );
+    if (r.code !== 0) throw new Error(`kubit ${args.join(' ')} (exit ${r.code}): ${r.out.trim()}`);
+    return r.stdout;
+  };
+  const runInstaller = (args: string[], timeoutMs: number) =>
+    runWithOutput(process.execPath, ['--conditions=kubit-source', '--import', 'tsx', installer, ...args], {
+      timeoutMs,
+    });
+  const nodeHosts = () => hosts.filter((h) => !h.roles);
+  const nodeLayoutOf = (h: LabHost): NodeLayout => {
+    const p = hostPaths({
+      name: h.name,
+      address: h.address,
+      prefix: h.prefix,
+      ssh: { user: 'root', port: 22, key: '' },
+    });
+    return {
+      name: h.name,
+      index: 0,
+      dir: h.prefix,
+      containerdConfig: p.containerdConfig,
+      containerdRoot: p.containerdRoot,
+      containerdState: p.containerdState,
+      socket: p.socket,
+      cniConfDir: p.cniConfDir,
+      cniConflist: join(p.cniConfDir, '10-kubit.conflist'),
+      registryConfigDir: p.registryConfigDir,
+      kubeletRootDir: p.kubeletRoot,
+      kubeconfig: join(p.kubeconfigs, 'kubelet.kubeconfig'),
+      bridge: 'kubit0',
+      networkName: `lab${id}-${h.name}`,
+    };
+  };
+
+  before(async () => {
+    const missing = missingPrerequisites();
+    if (missing.length > 0) throw new Error(`the lab test needs: ${missing.join('; ')}`);
+    labDir = await mkdtemp(join(tmpdir(), `kubit-lab-${id}-`));
+    const nets = await freeNetworks();
+    lanPrefix = nets.lan;
+    clusterCidr = nets.cidr;
+    const gateway = `${lanPrefix}1`;
+    const names: [string, string[] | undefined][] = [
+      ['cp-1', ['store', 'apiserver', 'scheduler', 'controller-manager']],
+      ['cp-2', ['store']],
+      ['cp-3', ['store']],
+      ['node-1', undefined],
+      ['node-2', undefined],
+    ];
+    hosts = names.map(([name, roles], i) => ({
+      name,
+      address: `${lanPrefix}${11 + i}`,
+      netns: `klab${id}-${name}`,
+      veth: `kl${id}h${i}`,
+      prefix: join(labDir, 'hosts', name),
+      ...(roles ? { roles } : {}),
+    }));
+
+    // The "LAN": a bridge with the test's address, one veth per namespace.
+    await sh('ip', ['link', 'add', bridge, 'type', 'bridge']);
+    await sh('ip', ['addr', 'add', `${gateway}/24`, 'dev', bridge]);
+    await sh('ip', ['link', 'set', bridge, 'up']);
+    // Bridged frames pass the host's FORWARD chain when br_netfilter is loaded (e.g. Docker sets it to DROP).
+    if (existsSync('/usr/sbin/iptables')) {
+      forwardRule = ['FORWARD', '-i', bridge, '-o', bridge, '-j', 'ACCEPT'];
+      await sh('iptables', ['-I', ...forwardRule]);
+    }
+    for (const h of hosts) {
+      await sh('ip', ['netns', 'add', h.netns]);
+      await sh('ip', ['link', 'add', h.veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', h.netns]);
+      await sh('ip', ['link', 'set', h.veth, 'master', bridge, 'up']);
+      await sh('ip', ['-n', h.netns, 'addr', 'add', `${h.address}/24`, 'dev', 'eth0']);
+      await sh('ip', ['-n', h.netns, 'link', 'set', 'eth0', 'up']);
+      await sh('ip', ['-n', h.netns, 'link', 'set', 'lo', 'up']);
+    }
+
+    // ssh: one client key for root everywhere, one host key per host, a known_hosts naming them.
+    const sshDir = join(labDir, 'ssh');
+    await mkdir(sshDir, { recursive: true, mode: 0o700 });
+    const clientKey = join(sshDir, 'id_ed25519');
+    await sh('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `kubit-lab-${id}`, '-f', clientKey]);
+    await writeFile(join(sshDir, 'authorized_keys'), readFileSync(`${clientKey}.pub`), { mode: 0o600 });
+    await mkdir('/run/sshd', { recursive: true, mode: 0o755 }); // sshd's privilege-separation directory
+    const knownHosts: string[] = [];
+    for (const h of hosts) {
+      const hostKey = join(sshDir, `host-${h.name}`);
+      await sh('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', h.name, '-f', hostKey]);
+      knownHosts.push(
+        `${h.address} ${readFileSync(`${hostKey}.pub`, 'utf8').split(' ').slice(0, 2).join(' ')}`,
+      );
+      const config = join(sshDir, `sshd-${h.name}.conf`);
+      await writeFile(
+        config,
+        [
+          `ListenAddress ${h.address}:22`,
+          `HostKey ${hostKey}`,
+          `PidFile ${join(sshDir, `sshd-${h.name}.pid`)}`,
+          `AuthorizedKeysFile ${join(sshDir, 'authorized_keys')}`,
+          'PermitRootLogin prohibit-password',
+          'PasswordAuthentication no',
+          'KbdInteractiveAuthentication no',
+          'UsePAM no',
+          // The keys live in the test's temp dir, not in ~/.ssh: skip the home-directory mode checks.
+          'StrictModes no',
+          'MaxStartups 50',
+          '',
+        ].join('\n'),
+      );
+      const log = openSync(join(sshDir, `sshd-${h.name}.log`), 'a');
+      // nsenter --net only: the "host" shares the filesystem and mounts (cgroups, /run) with the test.
+      h.sshd = spawn('nsenter', [`--net=/run/netns/${h.netns}`, SSHD, '-D', '-e', '-f', config], {
+        stdio: ['ignore', log, log],
+      });
+      closeSync(log);
+    }
+    await writeFile(join(sshDir, 'known_hosts'), `${knownHosts.join('\n')}\n`);
+
+    // The node image registry, on the bridge address every namespace reaches.
+    const registryConfig = join(labDir, 'registry.yml');
+    const registryPort = 5000;
+    await writeFile(
+      registryConfig,
+      [
+        'version: 0.1',
+        'log:',
+        '  level: warn',
+        'storage:',
+        '  filesystem:',
+        `    rootdirectory: ${join(labDir, 'registry')}`,
+        'http:',
+        `  addr: ${gateway}:${registryPort}`,
+        '',
+      ].join('\n'),
+    );
+    const regLog = openSync(join(labDir, 'registry.log'), 'a');
+    registry = spawn(REGISTRY, ['serve', registryConfig], { stdio: ['ignore', regLog, regLog] });
+    closeSync(regLog);
+    const mirror = `${gateway}:${registryPort}`;
+    await waitFor(
+      'the registry',
+      async () => ((await httpGet(`http://${mirror}/v2/`)).status === 200 ? true : undefined),
+      20_000,
+    );
+    await sh(join(repoRoot, 'scripts', 'images'), [mirror]);
+
+    for (const h of hosts) {
+      await waitFor(
+        `sshd on ${h.name}`,
+        async () => {
+          if (h.sshd?.exitCode !== null)
+            throw new Error(`sshd exited: ${readFileSync(join(sshDir, `sshd-${h.name}.log`), 'utf8')}`);
+          await sh('ssh', [
+            '-i',
+            clientKey,
+            '-o',
+            'BatchMode=yes',
+            '-o',
+            `UserKnownHostsFile=${join(sshDir, 'known_hosts')}`,
+            `root@${h.address}`,
+            'true',
+          ]);
+          return true;
+        },
+        20_000,
+      );
+    }
+
+    inventoryFile = join(labDir, 'inventory.yaml');
+    const hostYaml = (h: LabHost) =>
+      [
+        `  - name: ${h.name}`,
+        `    address: ${h.address}`,
+        `    prefix: ${h.prefix}`,
+        ...(h.roles ? [`    roles: [${h.roles.join(', ')}]`] : []),
+      ].join('\n');
+    await writeFile(
+      inventoryFile,
+      [
+        'cluster:',
+        `  name: lab${id}`,
+        `  clusterCidr: ${clusterCidr}`,
+        'kubit:',
+        `  root: ${repoRoot}`,
+        // The sources, as every test runs them (a dist/ may be stale); the units say how.
+        '  run: source',
+        `  node: ${process.execPath}`,
+        'registry:',
+        `  mirror: ${mirror}`,
+        'ssh:',
+        '  user: root',
+        `  key: ${clientKey}`,
+        `  knownHosts: ${join(sshDir, 'known_hosts')}`,
+        'controlPlane:',
+        ...hosts.filter((h) => h.roles).map(hostYaml),
+        'nodes:',
+        ...nodeHosts().map(hostYaml),
+        '',
+      ].join('\n'),
+    );
+    kubeconfig = join(labDir, 'install', 'admin.kubeconfig');
+  });
+
+  /** The end of every daemon's log, for a failure's report (the lab dir goes away in clean-up). */
+  const dumpLogs = () => {
+    for (const h of hosts) {
+      const dir = join(h.prefix, 'var', 'log', 'kubit');
+      if (!existsSync(dir)) continue;
+      for (const f of readdirSync(dir)) {
+        const lines = readFileSync(join(dir, f), 'utf8').trimEnd().split('\n').slice(-15);
+        process.stderr.write(`--- ${h.name}: ${f}\n${lines.join('\n')}\n`);
+      }
+    }
+  };
+
+  after(async () => {
+    if (failed) dumpLogs();
+    const step = async (what: string, fn: () => Promise<unknown>) => {
+      try {
+        await fn();
+      } catch (err) {
+        cleanupErrors.push(`${what}: ${(err as Error).message}`);
+      }
+    };
+    // Pods first, while their containerd runs, so CNI frees addresses and veths.
+    for (const h of nodeHosts())
+      await step(`sandboxes of ${h.name}`, () => removeAllSandboxes(nodeLayoutOf(h), repoRoot));
+    if (inventoryFile && existsSync(inventoryFile)) {
+      await step('kubit-install down', async () => {
+        const r = await runInstaller(
+          ['down', '-i', inventoryFile, '--mode', 'direct', '--work-dir', join(labDir, 'install')],
+          90_000,
+        );
+        if (r.code !== 0) throw new Error(r.out);
+      });
+    }
+    // Whatever down could not reach (e.g. ssh failed): the PID files are on this filesystem.
+    for (const h of hosts) {
+      const runDir = join(h.prefix, 'run', 'kubit');
+      if (!existsSync(runDir)) continue;
+      for (const f of readdirSync(runDir).filter((n) => n.endsWith('.pid'))) {
+        const pid = Number(readFileSync(join(runDir, f), 'utf8').trim());
+        const cmdline = existsSync(`/proc/${pid}/cmdline`)
+          ? readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+          : '';
+        if (pid > 1 && cmdline.includes(h.prefix)) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // gone meanwhile
+          }
+        }
+      }
+    }
+    for (const h of nodeHosts()) {
+      const node = nodeLayoutOf(h);
+      killStrayShims(node);
+      await step(`mounts of ${h.name}`, () => unmountNode(node));
+      await rm(join('/var/lib/cni/networks', node.networkName), { recursive: true, force: true });
+    }
+    for (const h of hosts) {
+      if (h.sshd?.pid !== undefined && h.sshd.exitCode === null) h.sshd.kill('SIGTERM');
+    }
+    if (registry?.pid !== undefined && registry.exitCode === null) registry.kill('SIGTERM');
+    for (const h of hosts) await step(`netns ${h.netns}`, () => sh('ip', ['netns', 'del', h.netns]));
+    if (forwardRule) await step('iptables rule', () => sh('iptables', ['-D', ...forwardRule!]));
+    await step(`bridge ${bridge}`, () => sh('ip', ['link', 'del', bridge]));
+    if (labDir) await step('lab dir', () => rm(labDir, { recursive: true, force: true }));
+    if (cleanupErrors.length > 0)
+      process.stderr.write(`lab clean-up problems:\n${cleanupErrors.join('\n')}\n`);
+  });
+
+  it('rejects a bad inventory naming the field, and an unreachable host', async () => {
+    const bad = join(labDir, 'bad.yaml');
+    await writeFile(
+      bad,
+      readFileSync(inventoryFile, 'utf8').replace(`address: ${hosts[1].address}`, 'address: 10.0.0'),
+    );
+    const r1 = await runInstaller(['check', '-i', bad], 30_000);
+    assert.notEqual(r1.code, 0);
+    assert.match(r1.out, /controlPlane\[1\]\.address: "10\.0\.0" is not an IPv4 address/);
+    // .99 is on the lab's bridge but no namespace has it: nothing answers there.
+    const gone = join(labDir, 'unreachable.yaml');
+    await writeFile(
+      gone,
+      readFileSync(inventoryFile, 'utf8').replace(`address: ${hosts[4].address}`, `address: ${lanPrefix}99`),
+    );
+    const r2 = await runInstaller(['check', '-i', gone], 60_000);
+    assert.notEqual(r2.code, 0);
+    assert.match(
+      r2.out,
+      new RegExp(`cannot reach host node-2 over ssh \\(root@${lanPrefix.replace(/\./g, '\\.')}99:22\\)`),
+    );
+  });
+
+  it('installs the cluster over ssh and runs the issue manifest across nodes', async (t) => {
+    failed = true;
+    const up = await runInstaller(
+      [
+        'up',
+        '-i',
+        inventoryFile,
+        '--mode',
+        'direct',
+        '--work-dir',
+        join(labDir, 'install'),
+        '--timeout',
+        '180',
+      ],
+      300_000,
+    );
+    t.diagnostic(up.out.trim());
+    assert.equal(up.code, 0, `kubit-install up failed:\n${up.out}`);
+    assert.match(up.out, /2 node\(s\) Ready/);
+
+    // The daemons run the ExecStart of their units: the store member on cp-2 has exactly that command line.
+    const cp2 = hosts[1];
+    const storePid = Number(
+      readFileSync(join(cp2.prefix, 'run', 'kubit', 'kubit-store@cp-2.service.pid'), 'utf8'),
+    );
+    const argv = readFileSync(`/proc/${storePid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    assert.equal(argv[0], process.execPath);
+    assert.ok(argv.includes(join(repoRoot, 'packages', 'store', 'src', 'main.ts')), argv.join(' '));
+    assert.ok(argv.includes(`--listen-peer-urls=https://${cp2.address}:2380`), argv.join(' '));
+    const netns = readFileSync(`/proc/${storePid}/net/fib_trie`, 'utf8');
+    assert.ok(netns.includes(cp2.address), 'the store member runs in its host namespace');
+
+    const nodes = JSON.parse(await kubit(['get', 'nodes', '-o', 'json'])) as {
+      items: { metadata: { name: string }; spec: { podCIDR?: string } }[];
+    };
+    const podCidrs = new Map(nodes.items.map((n) => [n.metadata.name, n.spec.podCIDR ?? '']));
+    assert.deepEqual([...podCidrs.keys()].sort(), ['node-1', 'node-2']);
+    // The test (not in the inventory) routes to each node's pod subnet as the installer did on the hosts.
+    for (const h of nodeHosts())
+      await sh('ip', ['route', 'replace', podCidrs.get(h.name) ?? '', 'via', h.address]);
+
+    const manifest = join(labDir, 'my-application.yaml');
+    await writeFile(manifest, MANIFEST);
+    await kubit(['apply', '-f', manifest]);
+    const [ip, node] = await waitFor(
+      'my-application to run with a pod IP',
+      async () => {
+        const pod = JSON.parse(await kubit(['get', 'pod', 'my-application', '-o', 'json'])) as {
+          spec: { nodeName?: string };
+          status?: { phase?: string; podIP?: string };
+        };
+        return pod.status?.phase === 'Running' && pod.status.podIP && pod.spec.nodeName
+          ? [pod.status.podIP, pod.spec.nodeName]
+          : undefined;
+      },
+      120_000,
+    );
+    const cidr = podCidrs.get(node) ?? '';
+    assert.ok(ip.startsWith(cidr.split('.').slice(0, 3).join('.')), `pod IP ${ip} is in ${node}'s ${cidr}`);
+    const res = await waitFor('nginx to answer the test', () => httpGet(`http://${ip}/`), 30_000);
+    assert.equal(res.status, 200);
+
+    // A pod on the other node reaches it through the installer's routes between the hosts.
+    const other = node === 'node-1' ? 'node-2' : 'node-1';
+    await kubit(['apply', '-f', '-'], clientPod(other, ip));
+    const phase = await waitFor(
+      'the client pod on the other node to finish',
+      async () => {
+        const pod = JSON.parse(await kubit(['get', 'pod', 'client', '-o', 'json'])) as {
+          status?: { phase?: string };
+        };
+        const p = pod.status?.phase;
+        return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+      },
+      90_000,
+    );
+    const clientLogs = await kubit(['logs', 'client']).catch((e: Error) => e.message);
+    assert.equal(phase, 'Succeeded', clientLogs);
+    assert.match(clientLogs, /Welcome to nginx/);
+
+    const logs = await waitFor(
+      "nginx's access line in kubit logs",
+      async () => {
+        const l = await kubit(['logs', 'my-application']);
+        return /"GET \/ HTTP\/1\.1" 200/.test(l) ? l : undefined;
+      },
+      30_000,
+    );
+    assert.match(logs, /GET \/ HTTP\/1\.1" 200/);
+
+    await kubit(['delete', 'pod', 'my-application', 'client']);
+    await waitFor(
+      'the pods to be gone',
+      async () => ((await kubit(['get', 'pods', '-o', 'name'])).trim() === '' ? true : undefined),
+      60_000,
+    );
+    // Its containers went with it: nothing answers on the pod IP any more.
+    await waitFor(
+      'nginx to stop answering',
+      async () => {
+        try {
+          await httpGet(`http://${ip}/`);
+          return undefined;
+        } catch {
+          return true;
+        }
+      },
+      30_000,
+    );
+    failed = false;
+  });
+});
+
+describe('kubit-install without hosts: inventory, units, command lines', () => {
+  const key = join(repoRoot, 'package.json'); // any file that exists stands in for a key here
+  const inventory = (extra = '') => `ssh:
+  key: ${key}
+kubit:
+  root: /opt/kubit
+controlPlane:
+  - { name: cp-1, address: 10.9.0.11, roles: [store, apiserver, scheduler, controller-manager] }
+  - { name: cp-2, address: 10.9.0.12, roles: [store] }
+  - { name: cp-3, address: 10.9.0.13, roles: [store] }
+nodes:
+  - { name: node-1, address: 10.9.0.21 }
+${extra}`;
+
+  it('names the wrong field of a bad inventory', () => {
+    const bad = (text: string) => () => parseInventory(text, 'inv.yaml', '/');
+    assert.throws(
+      bad(inventory().replace('10.9.0.12', '10.9.0')),
+      /inv\.yaml: controlPlane\[1\]\.address: "10\.9\.0" is not an IPv4 address/,
+    );
+    assert.throws(
+      bad(inventory().replace('roles: [store] }\n  - { name: cp-3', 'roles: [stor] }\n  - { name: cp-3')),
+      /controlPlane\[1\]\.roles\[0\]: "stor" is not one of/,
+    );
+    assert.throws(
+      bad(inventory('  - { name: node-1, address: 10.9.0.22 }\n')),
+      /nodes\[1\]\.name: "node-1" is also nodes\[0\]'s name/,
+    );
+    assert.throws(
+      bad(
+        inventory().replace('[store] }\n  - { name: cp-3, address: 10.9.0.13, roles: [store] }', '[store] }'),
+      ),
+      /odd number of members/,
+    );
+    assert.throws(bad(`${inventory()}colour: blue\n`), /colour: is not a known field/);
+    assert.throws(
+      bad(inventory().replace(`key: ${key}`, 'key: /nonexistent/key')),
+      /controlPlane\[0\]\.ssh\.key: \/nonexistent\/key does not exist/,
+    );
+    assert.throws(bad('nodes: [\n'), InventoryError);
+  });
+
+  it('splits and expands Exec lines as systemd does', () => {
+    assert.deepEqual(splitWords(`a "b c" 'd e' f\\ g`), ['a', 'b c', 'd e', 'f g']);
+    const env = parseEnvironmentFile('# c\nKUBIT_ROOT=/r\nKUBIT_ARGS="--a=1 --b=2"\n');
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: systemd's ${VAR} syntax, not a template
+    assert.deepEqual(expandExecWords(['/usr/bin/node', '${KUBIT_ROOT}/m.js', '$KUBIT_ARGS'], env), [
+      '/usr/bin/node',
+      '/r/m.js',
+      '--a=1',
+      '--b=2',
+    ]);
+    assert.throws(() => expandExecWords(['$NOPE'], env), /\$NOPE is not set/);
+  });
+
+  it("resolves each planned unit to its daemon's real command line", async () => {
+    const inv = parseInventory(inventory(), 'inv.yaml', '/');
+    const plans = planCluster(inv, await loadTemplates(repoRoot));
+    const node = plans.find((p) => p.host.name === 'node-1');
+    assert.ok(node);
+    const files = new Map(
+      node.files.flatMap((f) => ('text' in f.content ? [[f.path, f.content.text] as const] : [])),
+    );
+    const kubelet = node.units.find((u) => u.name === 'kubit-kubelet@node-1.service');
+    assert.ok(kubelet);
+    const cmd = unitCommand(node.paths, kubelet, (p) => files.get(p));
+    assert.deepEqual(cmd.start.argv.slice(0, 2), [
+      '/usr/bin/node',
+      '/opt/kubit/packages/kubelet/dist/src/main.js',
+    ]);
+    assert.ok(cmd.start.argv.includes('--node-ip=10.9.0.21'));
+    assert.ok(cmd.start.argv.includes('--container-runtime-endpoint=unix:///run/kubit/containerd.sock'));
+    assert.equal(cmd.env.get('NODE_OPTIONS'), '--max-semi-space-size=1');
+    const cp1 = plans.find((p) => p.host.name === 'cp-1');
+    assert.deepEqual(
+      cp1?.units.map((u) => u.name),
+      [
+        'kubit-store@cp-1.service',
+        'kubit-apiserver.service',
+        'kubit-scheduler.service',
+        'kubit-controller-manager.service',
+      ],
+    );
+    // Only the certificates a host's roles need; never the CA key.
+    const certs = (name: string) =>
+      plans
+        .find((p) => p.host.name === name)
+        ?.files.filter((f) => 'localPki' in f.content)
+        .map((f) => f.path.split('/').pop());
+    assert.deepEqual(certs('cp-2'), ['ca.crt', 'store.crt', 'store.key']);
+    assert.ok(!plans.some((p) => p.files.some((f) => f.path.endsWith('ca.key'))));
+  });
+});

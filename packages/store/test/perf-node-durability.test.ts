@@ -1,0 +1,138 @@
+// The node loop answers clients before writing the applied state when it may
+// (see RaftNode.handleReady): these tests pin down the cases where it must not.
+// A lone voter commits an entry in the very Ready that brings it, so the put
+// may only be answered once that Ready's synced write is done.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { createLogger } from '@kubit/daemon';
+import { Level } from 'level';
+import type { Db } from '../src/mvcc/machine.js';
+import { StateMachine } from '../src/mvcc/machine.js';
+import type { BatchOp } from '../src/mvcc/store.js';
+import { RaftLog } from '../src/node/log.js';
+import { RaftNode } from '../src/node/node.js';
+import { codecs, type PutRequest } from '../src/proto.js';
+import { type ConfChange, EntryType, encodeConfChange, RawNode } from '../src/raft/index.js';
+
+/** Holds synced batches until released, to see what the loop does meanwhile. */
+class GatedDb {
+  private gate: Promise<void> | undefined;
+  private open: (() => void) | undefined;
+  syncedWrites = 0;
+
+  constructor(readonly db: Db) {}
+
+  close(): void {
+    this.gate = new Promise((res) => {
+      this.open = res;
+    });
+  }
+
+  release(): void {
+    this.open?.();
+    this.gate = undefined;
+  }
+
+  /** The Level instance with batch() routed through the gate. */
+  wrapped(): Db {
+    const batch = async (ops: BatchOp[], opts?: { sync?: boolean }) => {
+      if (opts?.sync && this.gate) await this.gate;
+      if (opts?.sync) this.syncedWrites++;
+      return this.db.batch(ops, opts ?? {});
+    };
+    return new Proxy(this.db, {
+      get: (target, prop) => {
+        if (prop === 'batch') return batch;
+        // level keeps private fields: its methods must run on the real instance.
+        const v: unknown = Reflect.get(target, prop, target);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+  }
+}
+
+function putRequest(key: string): PutRequest {
+  return {
+    key: Buffer.from(key),
+    value: Buffer.from('v'),
+    lease: 0,
+    prev_kv: false,
+    ignore_value: false,
+    ignore_lease: false,
+  };
+}
+
+async function loneVoter(
+  dir: string,
+): Promise<{ node: RaftNode; gated: GatedDb; level: Level<Buffer, Buffer> }> {
+  const level = new Level<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  await level.open();
+  const gated = new GatedDb(level as unknown as Db);
+  const db = gated.wrapped();
+  const machine = new StateMachine(db, { minLeaseTTL: 1 });
+  await machine.load();
+  const log = new RaftLog(db);
+  await log.load();
+  const member = {
+    id: '1',
+    name: 'solo',
+    peer_urls: ['http://127.0.0.1:1'],
+    client_urls: [],
+    is_learner: false,
+  };
+  const cc: ConfChange = { type: 'addNode', nodeId: '1', context: codecs.memberInfo.encode(member) };
+  const ops: BatchOp[] = [];
+  log.bootstrap([{ term: 1, index: 1, type: EntryType.ConfChange, data: encodeConfChange(cc) }], ops);
+  await db.batch(ops, { sync: true });
+  const node = new RaftNode({
+    id: '1',
+    db,
+    log,
+    machine,
+    rawNode: (c) => new RawNode(c),
+    tickMs: 10,
+    electionTicks: 3,
+    heartbeatTicks: 1,
+    snapshotCount: 100000,
+    logger: createLogger({ name: 'perf-node-test', level: 'silent' }),
+    send: () => {},
+  });
+  node.start();
+  for (let i = 0; i < 500 && !node.isLeader; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(node.isLeader, 'the lone voter did not become leader');
+  return { node, gated, level };
+}
+
+test('a lone voter answers a put only after the write that makes it durable', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kubit-perf-node-'));
+  const { node, gated, level } = await loneVoter(dir);
+  try {
+    // Let any write of the election finish first.
+    await node.propose({ op: 'put', put: putRequest('warm') });
+    // ...and let the loop go idle (a write still in flight would hold the next Ready back).
+    await new Promise((r) => setTimeout(r, 200));
+    gated.close();
+    const before = gated.syncedWrites;
+    let answered = false;
+    const put = node.propose({ op: 'put', put: putRequest('k') }).then((r) => {
+      answered = true;
+      return r;
+    });
+    // However long it takes, the answer must wait for the gated fsync.
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(answered, false, 'the put was answered before its entry was fsynced');
+    assert.equal(gated.syncedWrites, before);
+    gated.release();
+    const result = await put;
+    assert.equal(result.ok, true);
+    assert.ok(gated.syncedWrites > before, 'no synced write happened for the put');
+  } finally {
+    gated.release();
+    node.stop();
+    await level.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
