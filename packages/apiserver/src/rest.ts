@@ -508,7 +508,13 @@ export class Rest {
         w = await this.store.update(key, this.in(def, plan), cur.rev);
         if (w.ok) {
           plan.metadata!.resourceVersion = String(w.rev);
-          return { code: def.resource === 'namespaces' ? 200 : 202, body: plan };
+          if (def.resource === 'namespaces') {
+            // NamespaceLifecycle admission reads namespaces from the cache: once the client
+            // hears "Terminating", a create in the namespace through this apiserver is refused.
+            await this.cacheFor(def).waitForRevision(w.rev);
+            return { code: 200, body: plan };
+          }
+          return { code: 202, body: plan };
         }
       }
       if (opts.rv !== undefined || attempt >= 5) throw conflict(gr(def), name);

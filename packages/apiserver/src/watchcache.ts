@@ -215,6 +215,23 @@ export class WatchCache {
     this.record({ type: 'DELETED', key, obj, prev, rev });
   }
 
+  /**
+   * Resolves once the cache has applied revision `rev` (or after `timeoutMs`,
+   * to never hold a request on a stalled watch): read-your-writes for what
+   * this apiserver reads from the cache right after its own write.
+   */
+  waitForRevision(rev: number, timeoutMs = 2000): Promise<void> {
+    if (this.rev >= rev) return Promise.resolve();
+    return new Promise((resolve) => {
+      const deadline = Date.now() + timeoutMs;
+      const poll = () => {
+        if (this.rev >= rev || Date.now() >= deadline || this.stopped) resolve();
+        else setTimeout(poll, 5);
+      };
+      poll();
+    });
+  }
+
   private record(ev: CacheEvent): void {
     this.rev = Math.max(this.rev, ev.rev);
     this.history.push(ev);

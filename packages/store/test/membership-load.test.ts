@@ -66,7 +66,7 @@ test('3 -> 5 -> 3 members under load: learners, promotion, removal of the leader
         `--peer-urls=${cluster.peerUrl(j)}`,
         '--learner',
       ]);
-      const id = /Member ([0-9a-f]+) added to cluster/.exec(add)?.[1];
+      const id = /Member +([0-9a-f]+) added to cluster/.exec(add)?.[1];
       assert.ok(id, add);
       const initialCluster = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(add)?.[1];
       assert.ok(initialCluster, add);
@@ -125,7 +125,7 @@ test('3 -> 5 -> 3 members under load: learners, promotion, removal of the leader
     live.splice(live.indexOf(leader), 1);
     load.setEndpoints(endpoints());
     const removed = await ctl(live, ['member', 'remove', leaderId]);
-    assert.match(removed, new RegExp(`Member ${leaderId} removed from cluster`));
+    assert.match(removed, new RegExp(`Member +${leaderId} removed from cluster`));
     const next = await leaderAmong(live, leader);
     assert.notEqual(next, leader);
     // A removed member shuts itself down.

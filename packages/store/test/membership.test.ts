@@ -22,7 +22,7 @@ test('member add, start with --initial-cluster-state=existing, catch up, duplica
   const peerUrl = `http://127.0.0.1:${m.peerPort}`;
   const add = await cluster.etcdctl(['member', 'add', m.name, `--peer-urls=${peerUrl}`]);
   assert.equal(add.code, 0, add.stderr);
-  assert.match(add.stdout, /Member [0-9a-f]+ added to cluster [0-9a-f]+/);
+  assert.match(add.stdout, /Member +[0-9a-f]+ added to cluster +[0-9a-f]+/);
   assert.match(add.stdout, /ETCD_INITIAL_CLUSTER_STATE="existing"/);
   const initialCluster = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(add.stdout)?.[1];
   assert.ok(initialCluster);
@@ -57,7 +57,7 @@ test('member add, start with --initial-cluster-state=existing, catch up, duplica
   assert.ok(id);
   const rm = await cluster.etcdctl(['member', 'remove', id], { endpoints: [cluster.members[0].endpoint] });
   assert.equal(rm.code, 0, rm.stderr);
-  assert.match(rm.stdout, new RegExp(`Member ${id} removed from cluster`));
+  assert.match(rm.stdout, new RegExp(`Member +${id} removed from cluster`));
   await cluster.stopMember(slot);
   const after = await cluster.etcdctl(['member', 'list'], { endpoints: [cluster.members[0].endpoint] });
   assert.equal(after.stdout.trim().split('\n').length, 1);

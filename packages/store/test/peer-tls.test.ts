@@ -59,7 +59,7 @@ test('a member with a peer certificate from another CA cannot join; the cluster 
     endpoints: [c.members[0].endpoint],
   });
   assert.equal(add.code, 0, add.stderr);
-  const id = /Member ([0-9a-f]+) added to cluster/.exec(add.stdout)?.[1];
+  const id = /Member +([0-9a-f]+) added to cluster/.exec(add.stdout)?.[1];
   const initialCluster = /ETCD_INITIAL_CLUSTER="([^"]+)"/.exec(add.stdout)?.[1];
   assert.ok(id && initialCluster, add.stdout);
   c.startMember(j, 'existing', initialCluster);
