@@ -1,11 +1,13 @@
 // An informer keeps a local, indexed copy of one resource up to date the way
 // client-go's does: list, then watch from the list's resourceVersion, resume
 // each new watch from the last version seen (bookmarks included), relist when
-// the server says 410 Expired/Gone, and back off on stream errors. Handlers see
-// adds, updates and deletes; a periodic resync re-delivers every object as an
-// update so controllers can re-check the world.
+// the server says 410 Expired/Gone, and back off on stream errors. A resource
+// the server does not serve yet (404 on the list) is listed again with backoff
+// until it appears, reported once per outage. Handlers see adds, updates and
+// deletes; a periodic resync re-delivers every object as an update so
+// controllers can re-check the world.
 
-import { isExpiredOrGone, StatusError } from '@kubit/api';
+import { isExpiredOrGone, isNotFound, StatusError } from '@kubit/api';
 import type { KubeClient } from './client.js';
 import type { ResourceRef } from './resources.js';
 import { backoff, sleep } from './retry.js';
@@ -131,11 +133,13 @@ export class Informer<T extends KubeObject = KubeObject> {
     const policy = this.opts.backoff ?? { baseDelayMs: 200, maxDelayMs: 30_000 };
     let failures = 0;
     let needList = true;
+    let notServedReported = false;
     while (!signal.aborted) {
       try {
         if (needList) {
           await this.listAndReplace(signal);
           needList = false;
+          notServedReported = false;
         }
         const began = Date.now();
         const progressed = await this.watchOnce(signal);
@@ -148,7 +152,16 @@ export class Informer<T extends KubeObject = KubeObject> {
           needList = true;
           continue;
         }
-        this.opts.onError?.(e);
+        if (needList && isNotFound(e)) {
+          // The resource is not served (yet): a group whose definition comes
+          // later, or a version the apiserver starts serving after us. Keep
+          // listing with backoff until it appears, and say so once per outage
+          // rather than at every attempt.
+          if (!notServedReported) this.opts.onError?.(e);
+          notServedReported = true;
+        } else {
+          this.opts.onError?.(e);
+        }
         try {
           await sleep(backoff(failures++, policy), signal);
         } catch {
@@ -291,17 +304,10 @@ export class SharedInformerFactory {
       this.informers.set(key, inf as unknown as Informer<KubeObject>);
       if (this.started) inf.start();
     } else if (opts.indexers) {
-      // Indexers asked for by a later user are added to the shared store.
-      const missing = Object.fromEntries(
-        Object.entries(opts.indexers).filter(([n]) => {
-          try {
-            inf?.store.indexValues(n);
-            return false;
-          } catch {
-            return true;
-          }
-        }),
-      );
+      // Indexers asked for by a later user are added to the shared store; a
+      // name already there is kept (the first user's function wins).
+      const store = inf.store;
+      const missing = Object.fromEntries(Object.entries(opts.indexers).filter(([n]) => !store.hasIndex(n)));
       inf.addIndexers(missing);
     }
     return inf;

@@ -24,10 +24,18 @@ export class IndexedStore<T extends KubeObject> {
     this.addIndexers({ [NAMESPACE_INDEX]: namespaceIndexFunc, ...indexers });
   }
 
-  /** Adds indexes; existing items are indexed at once. A name may be added only once. */
+  /**
+   * Adds indexes; existing items are indexed at once. A name may be added only
+   * once: a second registration fails with "indexer conflict" (as client-go's
+   * does) and adds none of the batch, so callers can check hasIndex() and retry.
+   */
   addIndexers(indexers: Record<string, IndexFunc<T>>): void {
+    const conflicts = Object.keys(indexers).filter((name) => this.indexers.has(name));
+    if (conflicts.length > 0) {
+      const names = conflicts.map((n) => `"${n}"`).join(', ');
+      throw new Error(`indexer conflict: an index named ${names} already exists in this store`);
+    }
     for (const [name, fn] of Object.entries(indexers)) {
-      if (this.indexers.has(name)) throw new Error(`indexer "${name}" already exists`);
       this.indexers.set(name, fn);
       const index = new Map<string, Set<string>>();
       this.indices.set(name, index);
@@ -81,11 +89,22 @@ export class IndexedStore<T extends KubeObject> {
     return this.deleteKey(objectKey(obj));
   }
 
+  /** Whether an index of this name exists (byIndex and indexValues throw for one that does not). */
+  hasIndex(indexName: string): boolean {
+    return this.indexers.has(indexName);
+  }
+
+  /** Whether an object with this "namespace/name" (or "name") key is cached. */
+  hasKey(key: string): boolean {
+    return this.items.has(key);
+  }
+
+  /** The object with this "namespace/name" (or "name") key, or undefined; never throws. */
   getByKey(key: string): T | undefined {
     return this.items.get(key);
   }
 
-  /** By name (and namespace for namespaced objects). */
+  /** By name (and namespace for namespaced objects), or undefined; never throws. */
   get(name: string, namespace?: string): T | undefined {
     return this.items.get(namespace ? `${namespace}/${name}` : name);
   }

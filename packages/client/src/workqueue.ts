@@ -186,7 +186,15 @@ export class RateLimitingQueue<T> extends WorkQueue<T> {
       this.timers.delete(item);
       this.add(item);
     }, delayMs);
+    // A delayed requeue (a 600 s progress deadline, a node grace period) must
+    // not by itself keep a process alive that has nothing else left to do.
+    timer.unref();
     this.timers.set(item, { at, timer });
+  }
+
+  /** Number of items waiting for their addAfter delay to pass (0 after shutDown). */
+  delayedLen(): number {
+    return this.timers.size;
   }
 
   /** Re-adds a failed item after the limiter's backoff for it. */
@@ -203,6 +211,7 @@ export class RateLimitingQueue<T> extends WorkQueue<T> {
     return this.limiter.numRequeues(item);
   }
 
+  /** Also drops every pending delayed add: nothing is queued after shutdown. */
   override shutDown(): void {
     for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();

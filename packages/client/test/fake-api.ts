@@ -31,6 +31,11 @@ function status(code: number, reason: string, message: string): TransportRespons
   };
 }
 
+/** What an apiserver answers for a path it does not serve: a bare 404 page, not a Status. */
+function notServed(): TransportResponse {
+  return { statusCode: 404, headers: { 'content-type': 'text/plain' }, body: '404 page not found\n' };
+}
+
 function ok(body: unknown, code = 200): TransportResponse {
   return { statusCode: code, headers: {}, body: JSON.stringify(body) };
 }
@@ -45,6 +50,8 @@ export class FakeApi implements Transport {
   compactedBelow = 0;
   readonly watchers = new Set<Watcher>();
   readonly requests: string[] = [];
+  /** Collection paths the "server" does not serve yet: lists and watches of them get 404. */
+  readonly unserved = new Set<string>();
   /** Respond to the next N requests with this status code. */
   failNext: { count: number; code: number } = { count: 0, code: 0 };
 
@@ -133,6 +140,7 @@ export class FakeApi implements Transport {
       );
     }
     const { collection, name } = this.split(req.path);
+    if (this.unserved.has(collection)) return notServed();
     const body = req.body ? (JSON.parse(req.body.toString()) as Obj) : undefined;
     const m = this.coll(collection);
     switch (req.method) {
@@ -186,6 +194,12 @@ export class FakeApi implements Transport {
   async stream(req: TransportRequest): Promise<StreamResponse> {
     this.requests.push(`${req.method} ${req.path}`);
     const { collection, query } = this.split(req.path);
+    if (this.unserved.has(collection)) {
+      const { statusCode, body } = notServed();
+      const out = new PassThrough();
+      out.end(body);
+      return { statusCode, headers: {}, stream: out };
+    }
     const from = Number(query.get('resourceVersion') ?? '0');
     const out = new PassThrough();
     if (from > 0 && from < this.compactedBelow) {

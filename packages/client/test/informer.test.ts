@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { isNotFound } from '@kubit/api';
 import { KubeClient } from '../src/client.js';
 import { Informer, SharedInformerFactory } from '../src/informer.js';
 import { resources } from '../src/resources.js';
@@ -42,6 +43,33 @@ describe('IndexedStore', () => {
     assert.deepEqual(removed.map((p) => p.metadata?.name).sort(), ['a', 'b']);
     assert.deepEqual(s.byIndex('node', 'n2'), []);
     assert.throws(() => s.byIndex('nope', 'v'), /does not exist/);
+  });
+
+  it('rejects a second indexer of the same name as a conflict naming the index, adding none of the batch', () => {
+    const byNode = (p: Pod) => (p.spec?.nodeName ? [p.spec.nodeName] : []);
+    const s = new IndexedStore<Pod>({ node: byNode });
+    assert.throws(
+      () => s.addIndexers({ other: byNode, node: byNode }),
+      (e: unknown) => e instanceof Error && /^indexer conflict: .*"node"/.test(e.message),
+    );
+    assert.equal(s.hasIndex('other'), false, 'a rejected batch adds nothing');
+    assert.equal(s.hasIndex('node'), true);
+    assert.equal(s.hasIndex('namespace'), true, 'the namespace index is always there');
+    s.addIndexers({ other: byNode });
+    assert.equal(s.hasIndex('other'), true);
+  });
+
+  it('looks objects up by key or name without throwing when they are absent', () => {
+    const s = new IndexedStore<Pod>();
+    s.set({ metadata: { name: 'a', namespace: 'x' } });
+    s.set({ metadata: { name: 'node-1' } });
+    assert.equal(s.getByKey('x/a')?.metadata?.name, 'a');
+    assert.equal(s.getByKey('x/missing'), undefined);
+    assert.equal(s.get('missing', 'x'), undefined);
+    assert.equal(s.get('node-1')?.metadata?.name, 'node-1');
+    assert.equal(s.hasKey('x/a'), true);
+    assert.equal(s.hasKey('node-1'), true);
+    assert.equal(s.hasKey('y/a'), false);
   });
 });
 
@@ -121,6 +149,42 @@ describe('Informer', () => {
     assert.deepEqual(late, ['a']);
     await factory.stop();
     assert.equal(api.requests.filter((r) => r.startsWith('GET /api/v1/pods?limit')).length, 1);
+  });
+
+  it('keeps listing a resource that is not served yet, reports it once, and syncs once it appears', async () => {
+    const WIDGETS = '/apis/example.com/v1/widgets';
+    const widgets = {
+      group: 'example.com',
+      version: 'v1',
+      resource: 'widgets',
+      kind: 'Widget',
+      namespaced: false,
+    };
+    const api = new FakeApi();
+    api.unserved.add(WIDGETS);
+    const client = new KubeClient({ server: 'https://fake', namespace: 'default' }, { transport: api });
+    const errors: unknown[] = [];
+    const inf = new Informer(client, widgets, {
+      backoff: { baseDelayMs: 2, maxDelayMs: 10 },
+      onError: (e) => errors.push(e),
+    });
+    inf.start();
+    try {
+      const lists = () => api.requests.filter((r) => r.startsWith(`GET ${WIDGETS}?`)).length;
+      await until(() => lists() >= 4, 'several list attempts while the resource is not served');
+      assert.equal(inf.hasSynced(), false);
+      assert.equal(errors.length, 1, 'a resource that is not served is reported once, not at every retry');
+      assert.ok(isNotFound(errors[0]));
+      api.unserved.delete(WIDGETS);
+      api.put(WIDGETS, { metadata: { name: 'w1' } });
+      await until(() => inf.hasSynced(), 'sync once the resource is served');
+      assert.equal(inf.store.get('w1')?.kind, 'Widget');
+      api.put(WIDGETS, { metadata: { name: 'w2' } });
+      await until(() => inf.store.size === 2, 'the watch delivers w2');
+      assert.equal(errors.length, 1);
+    } finally {
+      await inf.stop();
+    }
   });
 
   it('resyncs by re-delivering updates', async () => {

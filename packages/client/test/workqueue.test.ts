@@ -83,7 +83,11 @@ describe('rate limiting', () => {
     q.addAfter('a', 30);
     q.addAfter('a', 5);
     q.addRateLimited('b');
+    // Delayed adds do not keep the process alive (a real process has its
+    // informers' watches for that); stand in for them while waiting.
+    const keepAlive = setInterval(() => {}, 1000);
     const got = [await q.get(), await q.get()];
+    clearInterval(keepAlive);
     assert.deepEqual(got.sort(), ['a', 'b']);
     assert.equal(q.numRequeues('b'), 1);
     q.forget('b');
@@ -91,5 +95,26 @@ describe('rate limiting', () => {
     q.addAfter('c', 10_000);
     q.shutDown();
     assert.equal(await q.get(), undefined);
+  });
+
+  it('a pending delayed add does not keep the process alive, and shutDown drops it', () => {
+    const refTimers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const q = new RateLimitingQueue<string>();
+    const before = refTimers();
+    q.addAfter('slow', 600_000);
+    q.addRateLimited('failing');
+    q.addAfter('failing', 600_000);
+    const refTimersWithPendingAdds = refTimers();
+    q.shutDown();
+    assert.equal(refTimersWithPendingAdds, before, "delayed-add timers are unref()'d");
+    assert.equal(q.delayedLen(), 0, 'shutDown clears pending delayed adds');
+    const q2 = new RateLimitingQueue<string>();
+    q2.addAfter('a', 600_000);
+    q2.addAfter('b', 600_000);
+    q2.addAfter('a', 700_000);
+    assert.equal(q2.delayedLen(), 2, 'one pending add per item');
+    q2.shutDown();
+    q.addAfter('late', 1000);
+    assert.equal(q.delayedLen(), 0, 'nothing is scheduled after shutDown');
   });
 });

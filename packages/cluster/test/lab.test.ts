@@ -13,9 +13,8 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { unitCommand } from '../src/install/direct.js';
@@ -25,12 +24,22 @@ import { hostPaths, planCluster } from '../src/install/plan.js';
 import { expandExecWords, parseEnvironmentFile, splitWords } from '../src/install/unit-file.js';
 import type { NodeLayout } from '../src/layout.js';
 import { killStrayShims, removeAllSandboxes, unmountNode } from '../src/node-cleanup.js';
+import {
+  clientPod,
+  fromSources,
+  httpGet,
+  kubitCli,
+  otherNode,
+  repoRoot,
+  runWithOutput,
+  waitFor,
+} from './helpers.js';
 
 const run = promisify(execFile);
-const repoRoot = resolve(import.meta.dirname, '../../..');
 const installer = join(repoRoot, 'packages', 'cluster', 'src', 'install', 'main.ts');
-const cli = join(repoRoot, 'packages', 'cli', 'src', 'main.ts');
 const SSHD = '/usr/sbin/sshd';
+/** How long the lab's HTTP probes wait for an answer (shorter than helpers.ts's default). */
+const LAB_HTTP_TIMEOUT_MS = 3000;
 const REGISTRY = '/usr/bin/docker-registry';
 
 // The manifest of issue 9, unchanged.
@@ -54,21 +63,6 @@ spec:
         memory: "64Mi"
         cpu: "250m"
 `;
-
-function clientPod(node: string, ip: string): string {
-  return `apiVersion: v1
-kind: Pod
-metadata:
-  name: client
-spec:
-  nodeName: ${node}
-  restartPolicy: Never
-  containers:
-  - name: wget
-    image: busybox:latest
-    command: ["wget", "-q", "-O", "-", "http://${ip}/"]
-`;
-}
 
 /** What the lab needs on this machine; a missing piece fails the test with what to install. */
 function missingPrerequisites(): string[] {
@@ -98,67 +92,6 @@ async function sh(cmd: string, args: string[]): Promise<string> {
     const e = err as { stderr?: string; message: string };
     throw new Error(`${cmd} ${args.join(' ')}: ${(e.stderr ?? '').trim() || e.message}`);
   }
-}
-
-/** Runs a command to the end with a time limit, collecting its output. */
-function runWithOutput(
-  command: string,
-  args: string[],
-  opts: { env?: NodeJS.ProcessEnv; input?: string; timeoutMs: number },
-): Promise<{ code: number | null; out: string; stdout: string }> {
-  return new Promise((res) => {
-    const child = spawn(command, args, {
-      cwd: repoRoot,
-      env: opts.env ?? process.env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let stdout = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c;
-      stdout += c;
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      out += c;
-    });
-    child.stdin.on('error', () => {});
-    child.stdin.end(opts.input ?? '');
-    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      res({ code, out, stdout });
-    });
-  });
-}
-
-function httpGet(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((res, rej) => {
-    const req = request(url, { agent: false }, (r) => {
-      let body = '';
-      r.on('data', (c: Buffer) => {
-        body += c;
-      });
-      r.on('end', () => res({ status: r.statusCode ?? 0, body }));
-    });
-    req.on('error', rej);
-    req.setTimeout(3000, () => req.destroy(new Error('timeout')));
-    req.end();
-  });
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = (err as Error).message;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ''}`);
 }
 
 /** A /24 for the lab's bridge and a /16 for the pods that no route on this machine touches. */
@@ -201,18 +134,16 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
   let failed = false;
 
   const kubit = async (args: string[], input?: string): Promise<string> => {
-    const r = await runWithOutput(
-      process.execPath,
-      ['--conditions=kubit-source', '--import', 'tsx', cli, ...args],
-      { env: { ...process.env, KUBECONFIG: kubeconfig }, timeoutMs: 60_000, ...(input ? { input } : {}) },
-    );
+    const r = await runWithOutput(process.execPath, fromSources(kubitCli, args), {
+      env: { ...process.env, KUBECONFIG: kubeconfig },
+      timeoutMs: 60_000,
+      ...(input ? { input } : {}),
+    });
     if (r.code !== 0) throw new Error(`kubit ${args.join(' ')} (exit ${r.code}): ${r.out.trim()}`);
     return r.stdout;
   };
   const runInstaller = (args: string[], timeoutMs: number) =>
-    runWithOutput(process.execPath, ['--conditions=kubit-source', '--import', 'tsx', installer, ...args], {
-      timeoutMs,
-    });
+    runWithOutput(process.execPath, fromSources(installer, args), { timeoutMs });
   const nodeHosts = () => hosts.filter((h) => !h.roles);
   const nodeLayoutOf = (h: LabHost): NodeLayout => {
     const p = hostPaths({
@@ -345,7 +276,8 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     const mirror = `${gateway}:${registryPort}`;
     await waitFor(
       'the registry',
-      async () => ((await httpGet(`http://${mirror}/v2/`)).status === 200 ? true : undefined),
+      async () =>
+        (await httpGet(`http://${mirror}/v2/`, LAB_HTTP_TIMEOUT_MS)).status === 200 ? true : undefined,
       20_000,
     );
     await sh(join(repoRoot, 'scripts', 'images'), [mirror]);
@@ -558,12 +490,15 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     );
     const cidr = podCidrs.get(node) ?? '';
     assert.ok(ip.startsWith(cidr.split('.').slice(0, 3).join('.')), `pod IP ${ip} is in ${node}'s ${cidr}`);
-    const res = await waitFor('nginx to answer the test', () => httpGet(`http://${ip}/`), 30_000);
+    const res = await waitFor(
+      'nginx to answer the test',
+      () => httpGet(`http://${ip}/`, LAB_HTTP_TIMEOUT_MS),
+      30_000,
+    );
     assert.equal(res.status, 200);
 
     // A pod on the other node reaches it through the installer's routes between the hosts.
-    const other = node === 'node-1' ? 'node-2' : 'node-1';
-    await kubit(['apply', '-f', '-'], clientPod(other, ip));
+    await kubit(['apply', '-f', '-'], clientPod(otherNode(node), ip));
     const phase = await waitFor(
       'the client pod on the other node to finish',
       async () => {
@@ -600,7 +535,7 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
       'nginx to stop answering',
       async () => {
         try {
-          await httpGet(`http://${ip}/`);
+          await httpGet(`http://${ip}/`, LAB_HTTP_TIMEOUT_MS);
           return undefined;
         } catch {
           return true;

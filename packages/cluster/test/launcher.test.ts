@@ -3,12 +3,13 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { freshBundle } from '@kubit/daemon';
 import { parseArgs } from '../src/args.js';
 import {
   apiserverCommand,
+  type Command,
   containerdCommand,
   controllerManagerCommand,
   type DaemonRunner,
@@ -20,6 +21,7 @@ import {
 } from '../src/commands.js';
 import {
   allPorts,
+  type ClusterPorts,
   type ClusterSettings,
   clusterPorts,
   DEFAULT_SETTINGS,
@@ -29,7 +31,7 @@ import {
   writeSettings,
 } from '../src/config.js';
 import { envFileText } from '../src/env-files.js';
-import { clusterLayout } from '../src/layout.js';
+import { type ClusterLayout, clusterLayout } from '../src/layout.js';
 import { fillTemplate } from '../src/node-runtime.js';
 import { parseNodeList } from '../src/probes.js';
 import {
@@ -40,8 +42,8 @@ import {
   startDetached,
   stopByPidFile,
 } from '../src/supervisor.js';
+import { repoRoot, runWithOutput } from './helpers.js';
 
-const repoRoot = resolve(import.meta.dirname, '../../..');
 const runner: DaemonRunner = { repoRoot, nodePath: '/usr/bin/node', fromSource: false };
 const temps: string[] = [];
 async function temp(): Promise<string> {
@@ -52,6 +54,19 @@ async function temp(): Promise<string> {
 after(async () => {
   for (const d of temps) await rm(d, { recursive: true, force: true });
 });
+
+/** Every process the launcher supervises for a cluster, in the order up starts them. */
+function everyCommand(layout: ClusterLayout, ports: ClusterPorts, settings: ClusterSettings): Command[] {
+  return [
+    ...storeCommands(layout, ports, runner),
+    registryCommand(layout),
+    ...layout.nodes.map(containerdCommand),
+    apiserverCommand(layout, ports, runner),
+    schedulerCommand(layout, ports, runner),
+    controllerManagerCommand(layout, ports, settings, runner),
+    ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
+  ];
+}
 
 describe('layout', () => {
   it('puts everything under the state dir, one directory per node', () => {
@@ -156,15 +171,7 @@ describe('command lines', () => {
   const layout = clusterLayout('/var/lib/kubit-state', 2);
   const settings = { ...DEFAULT_SETTINGS, portOffset: 1000 };
   const ports = clusterPorts(settings, 3);
-  const all = [
-    ...storeCommands(layout, ports, runner),
-    registryCommand(layout),
-    ...layout.nodes.map(containerdCommand),
-    apiserverCommand(layout, ports, runner),
-    schedulerCommand(layout, ports, runner),
-    controllerManagerCommand(layout, ports, settings, runner),
-    ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
-  ];
+  const all = everyCommand(layout, ports, settings);
 
   it('mentions the state dir in every command line, which is how down recognizes its processes', () => {
     for (const c of all) {
@@ -264,18 +271,12 @@ describe('daemon bundles (scripts/bundle.mjs, part of pnpm build)', () => {
       const built = join(repoRoot, 'packages', pkg, 'dist', 'src', `${entry}.js`);
       const bundle = freshBundle(built);
       assert.ok(bundle, `no fresh bundle beside ${built}: run pnpm build`);
-      const out = await new Promise<string>((res, rej) => {
-        const child = spawn(process.execPath, [bundle, '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
-        let text = '';
-        child.stdout.on('data', (c: Buffer) => {
-          text += c;
-        });
-        child.stderr.on('data', (c: Buffer) => {
-          text += c;
-        });
-        child.once('error', rej);
-        child.once('exit', (code) => (code === 0 ? res(text) : rej(new Error(`exit ${code}:\n${text}`))));
+      const { code, out } = await runWithOutput(process.execPath, [bundle, '--help'], {
+        stdin: 'ignore',
+        until: 'exit',
+        timeoutMs: 120_000,
       });
+      assert.equal(code, 0, `exit ${code}:\n${out}`);
       assert.match(out, new RegExp(`^Usage: ${usage} `));
     });
   }
@@ -302,15 +303,7 @@ describe('daemon environment and systemd units', () => {
       'kubit-controller-manager': { unit: 'kubit-controller-manager.service' },
       'kubit-kubelet-node-2': { unit: 'kubit-kubelet@.service', instance: 'node-2' },
     };
-    const names = [
-      ...storeCommands(layout, ports, runner),
-      registryCommand(layout),
-      ...layout.nodes.map(containerdCommand),
-      apiserverCommand(layout, ports, runner),
-      schedulerCommand(layout, ports, runner),
-      controllerManagerCommand(layout, ports, DEFAULT_SETTINGS, runner),
-      ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
-    ].map((c) => c.name);
+    const names = everyCommand(layout, ports, DEFAULT_SETTINGS).map((c) => c.name);
     for (const [name, { unit, instance }] of Object.entries(units)) {
       assert.ok(names.includes(name), name);
       const text = await readFile(join(repoRoot, 'deploy/systemd', unit), 'utf8');

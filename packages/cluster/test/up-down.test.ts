@@ -10,18 +10,26 @@
 // pods; `kubit delete` removes the pod and its containers; down stops every
 // process by PID.
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
+import {
+  clientPod,
+  fromSources,
+  httpGet,
+  kubitCli,
+  otherNode,
+  repoRoot,
+  runWithOutput,
+  waitFor,
+} from './helpers.js';
 
 const run = promisify(execFile);
-const repoRoot = resolve(import.meta.dirname, '../../..');
 const launcher = join(repoRoot, 'packages', 'cluster', 'src', 'main.ts');
 
 const missing = [
@@ -37,33 +45,15 @@ const prerequisitesProblem =
     : missing.length > 0
       ? `the cluster end-to-end test needs ${missing.join(', ')} (installed by ./scripts/test)`
       : undefined;
-const cli = join(repoRoot, 'packages', 'cli', 'src', 'main.ts');
 const manifest = join(repoRoot, 'examples', 'pod.yaml');
 
 /** Runs the launcher from its sources (it then runs the daemons from theirs: KUBIT_SOURCE=1). */
 function launch(args: string[], timeoutMs: number): Promise<{ code: number | null; out: string }> {
-  return new Promise((res) => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=kubit-source', '--import', 'tsx', launcher, ...args],
-      {
-        cwd: repoRoot,
-        env: { ...process.env, KUBIT_SOURCE: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => {
-      out += c;
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      out += c;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      res({ code, out });
-    });
+  return runWithOutput(process.execPath, fromSources(launcher, args), {
+    env: { ...process.env, KUBIT_SOURCE: '1' },
+    stdin: 'ignore',
+    until: 'exit',
+    timeoutMs,
   });
 }
 
@@ -95,36 +85,6 @@ async function freeClusterCidr(): Promise<string> {
   throw new Error('no free 10.x.0.0/16 for the test cluster');
 }
 
-function httpGet(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((res, rej) => {
-    const req = request(url, { agent: false }, (r) => {
-      let body = '';
-      r.on('data', (c: Buffer) => {
-        body += c;
-      });
-      r.on('end', () => res({ status: r.statusCode ?? 0, body }));
-    });
-    req.on('error', rej);
-    req.setTimeout(5000, () => req.destroy(new Error('timeout')));
-    req.end();
-  });
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = (err as Error).message;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ''}`);
-}
-
 /** `busybox sleep` pods for the resilience run, one per name. */
 function sleeperPod(name: string): string {
   return `apiVersion: v1
@@ -143,21 +103,6 @@ spec:
       requests:
         cpu: 10m
         memory: 8Mi
-`;
-}
-
-function clientPod(node: string, ip: string): string {
-  return `apiVersion: v1
-kind: Pod
-metadata:
-  name: client
-spec:
-  nodeName: ${node}
-  restartPolicy: Never
-  containers:
-  - name: wget
-    image: busybox:latest
-    command: ["wget", "-q", "-O", "-", "http://${ip}/"]
 `;
 }
 
@@ -180,7 +125,10 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
     });
   const kubectl = (args: string[], input?: string) => tool('kubectl', [], args, input);
   const kubit = (args: string[], input?: string) =>
-    tool(process.execPath, ['--conditions=kubit-source', '--import', 'tsx', cli], args, input);
+    tool(process.execPath, fromSources(kubitCli), args, input);
+  /** `kubit get pod <name> -o jsonpath=<template>`, split at spaces. */
+  const podFields = async (pod: string, template: string): Promise<string[]> =>
+    (await kubit(['get', 'pod', pod, '-o', `jsonpath=${template}`])).trim().split(' ');
   const pidOf = (name: string) => Number(readFileSync(join(stateDir, 'run', `${name}.pid`), 'utf8'));
   /** Containers (not sandboxes) containerd holds for a pod on a node, by the kubelet's labels. */
   const containersOf = async (node: string, pod: string): Promise<string[]> => {
@@ -285,14 +233,10 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
       [appIp, appNode] = await waitFor(
         'my-application to run with an IP',
         async () => {
-          const out = await kubit([
-            'get',
-            'pod',
+          const [phase, podIp, nodeName] = await podFields(
             'my-application',
-            '-o',
-            'jsonpath={.status.phase} {.status.podIP} {.spec.nodeName}',
-          ]);
-          const [phase, podIp, nodeName] = out.trim().split(' ');
+            '{.status.phase} {.status.podIP} {.spec.nodeName}',
+          );
           return phase === 'Running' && podIp ? [podIp, nodeName] : undefined;
         },
         150_000,
@@ -318,12 +262,11 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
       assert.match(logs, /GET \/ HTTP\/1\.1/);
 
       // A pod on the other node reaches nginx by its pod IP (the host routes between the node bridges).
-      const other = appNode === 'node-1' ? 'node-2' : 'node-1';
-      await kubit(['apply', '-f', '-'], clientPod(other, appIp));
+      await kubit(['apply', '-f', '-'], clientPod(otherNode(appNode), appIp));
       const phase = await waitFor(
         'the client pod to finish',
         async () => {
-          const p = (await kubit(['get', 'pod', 'client', '-o', 'jsonpath={.status.phase}'])).trim();
+          const [p] = await podFields('client', '{.status.phase}');
           return p === 'Succeeded' || p === 'Failed' ? p : undefined;
         },
         120_000,
@@ -435,7 +378,7 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
         assert.equal(restarts, '0', `${name} was never restarted`);
         // Exactly one container on the node it is bound to, none on the other.
         assert.equal((await containersOf(node, name)).length, 1, `${name}: one container on ${node}`);
-        const other = node === 'node-1' ? 'node-2' : 'node-1';
+        const other = otherNode(node);
         assert.deepEqual(await containersOf(other, name), [], `${name}: nothing on ${other}`);
       }
       await kubit(['delete', 'pods', '-l', 'app=resilience', '--wait=false']);
@@ -453,14 +396,7 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
     const ipAgain = await waitFor(
       'my-application to run again after the resume',
       async () => {
-        const out = await kubit([
-          'get',
-          'pod',
-          'my-application',
-          '-o',
-          'jsonpath={.status.phase} {.status.podIP}',
-        ]);
-        const [p, podIp] = out.trim().split(' ');
+        const [p, podIp] = await podFields('my-application', '{.status.phase} {.status.podIP}');
         if (p !== 'Running' || !podIp) return undefined;
         return (await httpGet(`http://${podIp}/`)).status === 200 ? podIp : undefined;
       },

@@ -13,7 +13,7 @@ import {
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf } from './cluster.js';
 import type { Controller } from './controller.js';
-import { requeueAfter } from './shared-informers.js';
+
 import type { Namespace } from './types.js';
 
 export const FINALIZER_KUBERNETES = 'kubernetes';
@@ -66,7 +66,7 @@ export class NamespaceController implements Controller {
     const remaining = await this.deleteContent(name);
     if (remaining > 0) {
       this.opts.log?.info({ namespace: name, remaining }, 'waiting for namespace content to go');
-      requeueAfter(this.queue, name, this.opts.recheckMs ?? 1000);
+      this.queue.addAfter(name, this.opts.recheckMs ?? 1000);
       return;
     }
     const next = structuredClone(ns);

@@ -11,7 +11,7 @@ import { type Cluster, keyOf } from './cluster.js';
 import type { Controller } from './controller.js';
 import { type EventSink, noEvents } from './events.js';
 import { isoNow } from './objects.js';
-import { ensureIndex, requeueAfter } from './shared-informers.js';
+import { ensureIndex } from './shared-informers.js';
 import { evictionTime, TAINT_NOT_READY, TAINT_UNREACHABLE } from './taints.js';
 import type { Lease, Node, NodeCondition, Pod, Taint } from './types.js';
 
@@ -103,7 +103,7 @@ export class NodeLifecycleController implements Controller {
     node = await this.syncTaints(node, now);
     await this.evictPods(node, now);
     // Check again when the grace period would run out.
-    if (silentFor <= this.graceMs) requeueAfter(this.queue, name, this.graceMs - silentFor + 1000);
+    if (silentFor <= this.graceMs) this.queue.addAfter(name, this.graceMs - silentFor + 1000);
   }
 
   /** The local time of the node's last heartbeat we noticed. */
@@ -255,7 +255,7 @@ export class NodeLifecycleController implements Controller {
         nextCheck = nextCheck === undefined ? at : Math.min(nextCheck, at);
       }
     }
-    if (nextCheck !== undefined) requeueAfter(this.queue, node.metadata?.name ?? '', nextCheck - now + 10);
+    if (nextCheck !== undefined) this.queue.addAfter(node.metadata?.name ?? '', nextCheck - now + 10);
   }
 }
 

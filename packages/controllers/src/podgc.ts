@@ -7,7 +7,6 @@ import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf } from './cluster.js';
 import type { Controller } from './controller.js';
-import { requeueAfter } from './shared-informers.js';
 import type { Node, Pod } from './types.js';
 
 export interface PodGCOptions {
@@ -77,7 +76,7 @@ export class PodGarbageCollector implements Controller {
     const since = this.missingSince.get(node) ?? now;
     this.missingSince.set(node, since);
     if (now - since < quarantine) {
-      requeueAfter(this.queue, key, quarantine - (now - since) + 100);
+      this.queue.addAfter(key, quarantine - (now - since) + 100);
       return;
     }
     // The cache could lag: confirm with the apiserver that the node is really gone.

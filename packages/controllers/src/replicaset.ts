@@ -12,7 +12,7 @@ import { Expectations } from './expectations.js';
 import { compileSelector, labelsContain } from './labels.js';
 import { controllerOf, isPodActive, isPodAvailable, isPodReady } from './objects.js';
 import { podsToDelete } from './pod-ranking.js';
-import { requeueAfter } from './shared-informers.js';
+
 import type { OwnerReference, Pod, ReplicaSet } from './types.js';
 
 /** At most this many creates or deletes per sync (Kubernetes' burstReplicas). */
@@ -114,8 +114,7 @@ export class ReplicaSetController implements Controller {
       const rs = this.rsInformer.store.getByKey(key);
       const minReady = rs?.spec?.minReadySeconds ?? 0;
       // Availability changes with time, not with an event: look again then.
-      if (minReady > 0 && !isPodReady(old) && isPodReady(p))
-        requeueAfter(this.queue, key, minReady * 1000 + 100);
+      if (minReady > 0 && !isPodReady(old) && isPodReady(p)) this.queue.addAfter(key, minReady * 1000 + 100);
       return;
     }
     const labelsChanged = JSON.stringify(old.metadata?.labels) !== JSON.stringify(p.metadata?.labels);
@@ -158,7 +157,7 @@ export class ReplicaSetController implements Controller {
       updated.readyReplicas === (rs.spec?.replicas ?? 1) &&
       updated.availableReplicas !== updated.readyReplicas
     ) {
-      requeueAfter(this.queue, key, minReady * 1000);
+      this.queue.addAfter(key, minReady * 1000);
     }
     if (manageError !== undefined) throw manageError;
   }

@@ -10,7 +10,7 @@ import type { Controller } from '../controller.js';
 import { type EventSink, noEvents } from '../events.js';
 import { compileSelector } from '../labels.js';
 import { controllerOf, isoNow } from '../objects.js';
-import { ensureIndex, requeueAfter } from '../shared-informers.js';
+import { ensureIndex } from '../shared-informers.js';
 import type { Deployment, OwnerReference, Pod, ReplicaSet } from '../types.js';
 import {
   condition,
@@ -599,7 +599,7 @@ export class DeploymentController implements Controller {
       c.reason !== Reason.NewRSAvailable
     ) {
       const at = Date.parse(c.lastUpdateTime ?? '') + deadline * 1000;
-      if (Number.isFinite(at)) requeueAfter(this.queue, keyOf(d), Math.max(0, at - now) + 1000);
+      if (Number.isFinite(at)) this.queue.addAfter(keyOf(d), Math.max(0, at - now) + 1000);
     }
   }
 

@@ -1,0 +1,132 @@
+// What the whole-cluster tests (up-down: the launcher on one machine; lab:
+// kubit-install over ssh into network namespaces) share: running Kubit's own
+// entry points from their sources, polling until the cluster gets somewhere,
+// asking a pod over HTTP, and the pod that asks another pod.
+import { spawn } from 'node:child_process';
+import { request } from 'node:http';
+import { join, resolve } from 'node:path';
+
+export const repoRoot = resolve(import.meta.dirname, '../../..');
+/** The `kubit` command line's entry point. */
+export const kubitCli = join(repoRoot, 'packages', 'cli', 'src', 'main.ts');
+
+/**
+ * node's arguments that run a Kubit entry point from its TypeScript sources, as
+ * every test runs them (a dist/ may be stale).
+ */
+export function fromSources(entry: string, args: readonly string[] = []): string[] {
+  return ['--conditions=kubit-source', '--import', 'tsx', entry, ...args];
+}
+
+export interface RunOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Written to the child's stdin, which is then closed (default: closed at once). */
+  input?: string;
+  /** The child is killed (SIGKILL) when it runs longer. */
+  timeoutMs: number;
+  /**
+   * 'close' (default) waits for the output streams too, so nothing of the end
+   * is lost; 'exit' returns when the process ends, for one that leaves
+   * daemons behind (the launcher), whose output must not keep us waiting.
+   */
+  until?: 'close' | 'exit';
+  /** 'ignore' gives the child /dev/null as stdin (then `input` is not used). */
+  stdin?: 'pipe' | 'ignore';
+}
+
+export interface RunResult {
+  code: number | null;
+  /** stdout and stderr interleaved as they came. */
+  out: string;
+  stdout: string;
+}
+
+/** Runs a command to the end with a time limit, collecting its output; never rejects. */
+export function runWithOutput(command: string, args: string[], opts: RunOptions): Promise<RunResult> {
+  return new Promise((res) => {
+    const child = spawn(command, args, {
+      cwd: repoRoot,
+      env: opts.env ?? process.env,
+      stdio: [opts.stdin ?? 'pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let stdout = '';
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c;
+      stdout += c;
+    });
+    child.stderr?.on('data', (c: Buffer) => {
+      out += c;
+    });
+    if (child.stdin) {
+      child.stdin.on('error', () => {});
+      child.stdin.end(opts.input ?? '');
+    }
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
+    child.once(opts.until ?? 'close', (code: number | null) => {
+      clearTimeout(timer);
+      res({ code, out, stdout });
+    });
+  });
+}
+
+/** One GET without keep-alive; rejects on a connection error or after `timeoutMs` of silence. */
+export function httpGet(url: string, timeoutMs = 5000): Promise<{ status: number; body: string }> {
+  return new Promise((res, rej) => {
+    const req = request(url, { agent: false }, (r) => {
+      let body = '';
+      r.on('data', (c: Buffer) => {
+        body += c;
+      });
+      r.on('end', () => res({ status: r.statusCode ?? 0, body }));
+    });
+    req.on('error', rej);
+    req.setTimeout(timeoutMs, () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}
+
+/**
+ * Polls `fn` every half second until it returns something other than
+ * undefined; a throw counts as "not yet" and its message ends the timeout's
+ * error, which says what was awaited.
+ */
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined>,
+  timeoutMs: number,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ''}`);
+}
+
+/** The other one of a two-node cluster's nodes. */
+export function otherNode(node: string): string {
+  return node === 'node-1' ? 'node-2' : 'node-1';
+}
+
+/** A pod pinned to `node` that fetches http://<ip>/ once: it Succeeds when the pod network reaches `ip`. */
+export function clientPod(node: string, ip: string): string {
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: client
+spec:
+  nodeName: ${node}
+  restartPolicy: Never
+  containers:
+  - name: wget
+    image: busybox:latest
+    command: ["wget", "-q", "-O", "-", "http://${ip}/"]
+`;
+}
