@@ -6,11 +6,13 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { KubeClient, resources } from '@kubit/client';
+import { createLogger } from '@kubit/daemon';
 import {
   type ControlPlane,
   daemonCommand,
   freePort,
   pushTestImages,
+  sleep,
   startContainerd,
   startControlPlane,
   startProcess,
@@ -23,6 +25,7 @@ import {
 } from '@kubit/testkit';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Event, Node, Pod } from 'kubernetes-types/core/v1.js';
+import { ApiPodStatusSink } from '../src/node/apiserver-sinks.js';
 import { POD_UID_LABEL } from '../src/pods/labels.js';
 import { CriRuntime } from '../src/runtime/cri.js';
 
@@ -223,4 +226,41 @@ test('after kill -9 and a restart the kubelet adopts its pod: no second containe
   );
   const p = await client.get<Pod>(resources.pods, 'steady', { namespace: 'default' });
   assert.equal(p.status?.containerStatuses?.[0]?.restartCount, 0);
+});
+
+test('a status for a deleted pod never lands on a new pod of the same name (uid precondition)', {
+  // The kubelet sends metadata.uid in the patch and drops the status on the 409; kubit-apiserver
+  // does not yet treat a uid in a patch as a precondition (it overwrites it with the stored one).
+  todo: 'kubit-apiserver ignores metadata.uid in a merge patch (Kubernetes answers 409)',
+}, async () => {
+  const name = 'renamed-twin';
+  const body: Pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default' },
+    // Bound to a node no kubelet runs: only this test writes its status.
+    spec: { nodeName: 'no-such-node', containers: [{ name: 'c', image: 'busybox:latest' }] },
+  };
+  const old = await client.create<Pod>(resources.pods, body, { namespace: 'default' });
+  await client.delete(resources.pods, name, { namespace: 'default', gracePeriodSeconds: 0 });
+  await waitFor('the old pod to be gone', async () =>
+    client.get<Pod>(resources.pods, name, { namespace: 'default' }).then(
+      () => false,
+      () => true,
+    ),
+  );
+  const twin = await client.create<Pod>(resources.pods, body, { namespace: 'default' });
+  assert.notEqual(twin.metadata?.uid, old.metadata?.uid);
+  const sink = new ApiPodStatusSink(client, createLogger({ name: 'test', level: 'silent' }), undefined, {
+    baseDelayMs: 50,
+    maxDelayMs: 200,
+  });
+  sink.setStatus(old, { phase: 'Failed', message: 'the old pod' });
+  // Dropped on the apiserver's 409 (or written, when the uid is not checked); never retried for long.
+  const settled = await Promise.race([sink.settled().then(() => true), sleep(10_000).then(() => false)]);
+  sink.close();
+  const now = await client.get<Pod>(resources.pods, name, { namespace: 'default' });
+  await client.delete(resources.pods, name, { namespace: 'default', gracePeriodSeconds: 0 });
+  assert.ok(settled, 'the status was written or dropped, not retried');
+  assert.notEqual(now.status?.message, 'the old pod', 'the old pod status landed on its namesake');
 });

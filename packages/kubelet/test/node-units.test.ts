@@ -1,7 +1,7 @@
 // The node side's pure parts: when a status counts as changed, the Ready
 // condition without a pod network, the CNI conflist, and the write queue of hollow nodes.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from '@kubit/testkit';
@@ -69,6 +69,30 @@ test('the CNI conflist comes from the repository template, written once per subn
   }
   assert.throws(() => checkPodCidr('300.1.1.0/24'), /not an IPv4 CIDR/);
   assert.throws(() => fillTemplate('{{NOPE}}', {}), /\{\{NOPE\}\} has no value/);
+});
+
+test('writers of the CNI conflist never clobber each other: each has its own temporary file', async () => {
+  const template = defaultCniTemplatePath();
+  assert.ok(template);
+  const dir = await tempDir('kubit-cni-race-');
+  try {
+    const confDir = join(dir.path, 'net.d');
+    const subnets = ['10.244.1.0/24', '10.244.2.0/24'];
+    const writer = () =>
+      new CniConfig({ confDir, templatePath: template, bridge: 'kbt1', networkName: 'n1', ipMasq: false });
+    // Fresh writers (no memory of what is on disk) for two subnets, all at once, several rounds.
+    for (let round = 0; round < 5; round++) {
+      await Promise.all(Array.from({ length: 16 }, (_, i) => writer().ensure(subnets[i % 2] ?? '')));
+      const conf = JSON.parse(await readFile(writer().path, 'utf8')) as {
+        plugins: { type: string; ipam?: { ranges: { subnet: string }[][] } }[];
+      };
+      const subnet = conf.plugins.find((p) => p.type === 'bridge')?.ipam?.ranges[0]?.[0]?.subnet;
+      assert.ok(subnet && subnets.includes(subnet), `a whole conflist of one writer, got ${subnet}`);
+    }
+    assert.deepEqual(await readdir(confDir), ['10-kubit.conflist'], 'no temporary file is left');
+  } finally {
+    await dir.cleanup();
+  }
 });
 
 test('the write queue bounds concurrency and coalesces a key already waiting', async () => {

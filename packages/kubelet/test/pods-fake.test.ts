@@ -451,3 +451,51 @@ test('changing a container image in the pod spec restarts the container with the
     ['busybox:2'],
   );
 });
+
+test('a new pod starts without a look first, its image checked alongside the sandbox, Running reported as StartContainer returns; its own changes cause no second sync', async () => {
+  const fake = new FakeRuntime();
+  fake.images.set('docker.io/library/nginx:1.25', {
+    id: 'sha256:ab',
+    repoTags: ['nginx:1.25'],
+    repoDigests: [],
+    size: 1,
+  });
+  /** Each runtime call as "method <first argument as JSON>". */
+  const calls: string[] = [];
+  const runtime = new Proxy(fake, {
+    get(target, prop, receiver) {
+      const v: unknown = Reflect.get(target, prop, receiver);
+      if (typeof v !== 'function' || typeof prop !== 'string') return v;
+      return (...args: unknown[]) => {
+        calls.push(`${prop} ${JSON.stringify(args[0] ?? '')}`);
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  cleanups.push(() => fake.close());
+  const { sink, manager } = await setup({}, { runtime, relistIntervalMs: 20, resyncIntervalMs: 600_000 });
+  const pod = makePod('web', { containers: [nginx({ imagePullPolicy: 'IfNotPresent' })] });
+  const uid = pod.metadata?.uid ?? '';
+  sink.onChange(() => {
+    const phase = sink.status('default/web')?.phase;
+    if (phase && !calls.includes(`status ${phase}`)) calls.push(`status ${phase}`);
+  });
+  manager.upsert(pod);
+  await waitStatus(sink, pod, 'Running', (st) => st.phase === 'Running');
+  await new Promise((r) => setTimeout(r, 300)); // a dozen relists
+  const ofPod = (c: string) => c.includes(uid);
+  const run = calls.findIndex((c) => c.startsWith('runPodSandbox'));
+  assert.ok(run >= 0);
+  assert.deepEqual(
+    calls.filter((c) => c.startsWith('listPodSandbox') && ofPod(c)),
+    [],
+    'the worker never listed the pod: not before its sandbox, and no relist made it sync again',
+  );
+  const imageCheck = calls.findIndex((c) => c.startsWith('imageStatus'));
+  assert.ok(imageCheck >= 0 && imageCheck < run, 'ImageStatus is asked before RunPodSandbox returns');
+  assert.equal(calls.filter((c) => c.startsWith('imageStatus')).length, 1);
+  const running = calls.indexOf('status Running');
+  const confirmed = calls.findIndex((c) => c.startsWith('containerStatus'));
+  assert.ok(running >= 0 && running < confirmed, 'Running is reported before ContainerStatus is asked');
+  assert.deepEqual(sink.reasons('default/web'), ['Created', 'Started']);
+});

@@ -68,13 +68,19 @@ const STEPS = [
   'watch-delivered',
   'sync-start',
   'volumes-ready',
+  'sandbox-requested',
   'sandbox-started',
   'image-checked',
+  'container-requested',
   'container-created',
+  'start-requested',
   'container-started',
   'status-set',
   'status-written',
 ] as const;
+
+/** Pods whose early Running status ContainerStatus then corrected (see readTrace). */
+const corrected = new Map<string, string>();
 
 /** uid → step → first time (epoch ms) from the kubelet's trace file; status steps only for Running. */
 function readTrace(file: string): Map<string, Map<string, number>> {
@@ -89,6 +95,7 @@ function readTrace(file: string): Map<string, Map<string, number>> {
     if (!line) continue;
     const e = JSON.parse(line) as { uid: string; step: string; t: number; detail?: string };
     if ((e.step === 'status-set' || e.step === 'status-written') && e.detail !== 'Running') continue;
+    if (e.step === 'status-corrected') corrected.set(e.uid, e.detail ?? '');
     const steps = out.get(e.uid) ?? new Map<string, number>();
     if (!steps.has(e.step)) steps.set(e.step, e.t);
     out.set(e.uid, steps);
@@ -101,8 +108,13 @@ interface Started {
   uid: string;
   /** Epoch ms of the POST. */
   postedAtEpoch: number;
+  /** Epoch ms when the POST's response came. */
+  createdAtEpoch: number;
   ms: number;
 }
+
+/** Epoch ms when the bench's watch first saw each pod bound to a node. */
+const boundAt = new Map<string, number>();
 
 /** Notes when each pod is first seen Running on a watch. */
 function watchRunning(
@@ -116,6 +128,8 @@ function watchRunning(
     onEvent: (ev) => {
       const name = ev.object.metadata?.name;
       if (name && ev.object.status?.phase === 'Running' && !runningAt.has(name)) runningAt.set(name, now());
+      const epoch = performance.timeOrigin + now();
+      if (name && ev.object.spec?.nodeName && !boundAt.has(name)) boundAt.set(name, epoch);
     },
   });
   return { runningAt, stop: () => w.stop() };
@@ -131,12 +145,14 @@ async function startPods(
 ): Promise<Started[]> {
   const postedAt = new Map<string, number>();
   const postedAtEpoch = new Map<string, number>();
+  const createdAtEpoch = new Map<string, number>();
   const uids = new Map<string, string>();
   await Promise.all(
     names.map(async (name) => {
       postedAt.set(name, now());
       postedAtEpoch.set(name, performance.timeOrigin + now());
       const created = await client.create<Pod>(resources.pods, podBody(name, pullPolicy), { namespace: NS });
+      createdAtEpoch.set(name, performance.timeOrigin + now());
       uids.set(name, created.metadata?.uid ?? '');
     }),
   );
@@ -149,6 +165,7 @@ async function startPods(
     name,
     uid: uids.get(name) ?? '',
     postedAtEpoch: postedAtEpoch.get(name) ?? 0,
+    createdAtEpoch: createdAtEpoch.get(name) ?? 0,
     ms: (runningAt.get(name) ?? 0) - (postedAt.get(name) ?? 0),
   }));
 }
@@ -172,6 +189,72 @@ function stepRows(started: Started[], trace: Map<string, Map<string, number>>): 
     ms(percentile(seen, 50)),
     ms(percentile(seen, 99)),
   ]);
+  return rows;
+}
+
+/** Spans of a pod's start-up, each between two points (a step, or the POST / the watch seeing Running). */
+const SPANS: { what: string; from: string; to: string; kubelet?: boolean }[] = [
+  { what: 'POST → its response (apiserver create)', from: 'POST', to: 'POST-returned' },
+  { what: 'POST → a watch sees it bound (+ scheduler)', from: 'POST', to: 'bound' },
+  { what: 'POST → kubelet sees the pod (apiserver, scheduler)', from: 'POST', to: 'watch-delivered' },
+  { what: 'kubelet: before RunPodSandbox', from: 'watch-delivered', to: 'sandbox-requested', kubelet: true },
+  { what: 'RunPodSandbox + PodSandboxStatus', from: 'sandbox-requested', to: 'sandbox-started' },
+  {
+    what: 'kubelet: sandbox → CreateContainer',
+    from: 'sandbox-started',
+    to: 'container-requested',
+    kubelet: true,
+  },
+  { what: 'CreateContainer', from: 'container-requested', to: 'container-created' },
+  {
+    what: 'kubelet: created → StartContainer',
+    from: 'container-created',
+    to: 'start-requested',
+    kubelet: true,
+  },
+  { what: 'StartContainer', from: 'start-requested', to: 'container-started' },
+  {
+    what: 'kubelet: started → status (ContainerStatus)',
+    from: 'container-started',
+    to: 'status-set',
+    kubelet: true,
+  },
+  { what: 'status PATCH → watch sees Running', from: 'status-set', to: 'Running' },
+];
+
+/** Rows of (span, pods, p50, p99 of its ms), and the kubelet's own share summed per pod. */
+function spanRows(started: Started[], trace: Map<string, Map<string, number>>): string[][] {
+  const points: Record<string, (p: Started) => number | undefined> = {
+    POST: (p) => p.postedAtEpoch,
+    'POST-returned': (p) => p.createdAtEpoch,
+    bound: (p) => boundAt.get(p.name),
+    Running: (p) => p.postedAtEpoch + p.ms,
+  };
+  const at = (p: Started, point: string): number | undefined =>
+    (points[point] ?? ((q: Started) => trace.get(q.uid)?.get(point)))(p);
+  const rows: string[][] = [];
+  const own = new Map<string, number>();
+  for (const span of SPANS) {
+    const xs: number[] = [];
+    for (const p of started) {
+      const from = at(p, span.from);
+      const to = at(p, span.to);
+      if (from === undefined || to === undefined) continue;
+      xs.push(to - from);
+      if (span.kubelet) own.set(p.uid, (own.get(p.uid) ?? 0) + (to - from));
+    }
+    const sorted = sortedCopy(xs);
+    if (sorted.length)
+      rows.push([span.what, String(sorted.length), ms(percentile(sorted, 50)), ms(percentile(sorted, 99))]);
+  }
+  const owns = sortedCopy([...own.values()]);
+  if (owns.length)
+    rows.push([
+      "the kubelet's own share (sum of its rows)",
+      String(owns.length),
+      ms(percentile(owns, 50)),
+      ms(percentile(owns, 99)),
+    ]);
   return rows;
 }
 
@@ -393,4 +476,16 @@ runBench(async (cleanup) => {
   process.stdout.write(
     `\nwhere the time goes, batch of ${flags.batch}:\n\n${table(steps, stepRows(batchRuns, trace))}\n`,
   );
+  const all = [...singleRuns, ...batchRuns];
+  process.stdout.write(
+    `\nRunning statuses published before ContainerStatus and then corrected by it: ${
+      all.filter((p) => corrected.has(p.uid)).length
+    } of ${all.length} pods${all
+      .filter((p) => corrected.has(p.uid))
+      .map((p) => `\n  ${p.name}: ${corrected.get(p.uid)}`)
+      .join('')}\n`,
+  );
+  const spans = ['span (ms between its two points)', 'pods', 'p50 ms', 'p99 ms'];
+  process.stdout.write(`\nspans, one pod at a time:\n\n${table(spans, spanRows(singleRuns, trace))}\n`);
+  process.stdout.write(`\nspans, batch of ${flags.batch}:\n\n${table(spans, spanRows(batchRuns, trace))}\n`);
 });

@@ -1,10 +1,22 @@
 // The pod logic's sinks, backed by the apiserver through @kubit/client.
-import { isConflict, isNotFound } from '@kubit/api';
+import { isConflict, isInvalid, isNotFound } from '@kubit/api';
 import { backoff, EventRecorder, type KubeClient, resources } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import type { ConfigMap, Pod, PodStatus, Secret } from 'kubernetes-types/core/v1.js';
 import type { EventSink, EventType, ObjectSource, PodStatusSink } from '../pods/sinks.js';
 import type { Tracer } from '../pods/trace.js';
+
+/**
+ * The apiserver refused the uid in the patch: a 409 for the uid precondition
+ * (Kubernetes' storage message), not one for a write race (worth retrying); or a
+ * 422 saying metadata.uid may not change, for an apiserver that checks it as an
+ * immutable field instead. Either way the pod is another one now.
+ */
+export function isUidMismatch(err: unknown): boolean {
+  const message = (err as Error | undefined)?.message ?? '';
+  if (isConflict(err)) return /Precondition failed: UID in precondition/.test(message);
+  return isInvalid(err) && /metadata\.uid/.test(message);
+}
 
 /**
  * Writes pods/{name}/status with one merge PATCH per change (latest status wins),
@@ -15,7 +27,8 @@ import type { Tracer } from '../pods/trace.js';
 export class ApiPodStatusSink implements PodStatusSink {
   /** Latest status per pod uid, written by one loop per pod so a slow write never piles up. */
   private readonly pending = new Map<string, { pod: Pod; status: PodStatus }>();
-  private readonly writing = new Set<string>();
+  /** The write loop of each pod that has one. */
+  private readonly writing = new Map<string, Promise<void>>();
   /** The status last written per uid: keys it had that the next one lacks are sent as null. */
   private readonly written = new Map<string, PodStatus>();
   private closed = false;
@@ -30,7 +43,12 @@ export class ApiPodStatusSink implements PodStatusSink {
   setStatus(pod: Pod, status: PodStatus): void {
     const uid = pod.metadata?.uid ?? '';
     this.pending.set(uid, { pod, status });
-    if (!this.writing.has(uid)) void this.drain(uid);
+    if (!this.writing.has(uid)) this.writing.set(uid, this.drain(uid));
+  }
+
+  /** Resolves when every status given so far has been written or dropped. */
+  async settled(): Promise<void> {
+    while (this.writing.size > 0) await Promise.all(this.writing.values());
   }
 
   /** Stops retrying (kubelet shutdown). */
@@ -39,7 +57,8 @@ export class ApiPodStatusSink implements PodStatusSink {
   }
 
   private async drain(uid: string): Promise<void> {
-    this.writing.add(uid);
+    // Started from setStatus, which records this loop: begin on the next tick so it is recorded first.
+    await Promise.resolve();
     try {
       let failures = 0;
       for (let next = this.pending.get(uid); next && !this.closed; next = this.pending.get(uid)) {
@@ -67,10 +86,12 @@ export class ApiPodStatusSink implements PodStatusSink {
     for (const key of Object.keys(this.written.get(uid) ?? pod.status ?? {}))
       if (!(key in body)) body[key] = null;
     try {
+      // metadata.uid is a precondition: a pod deleted and created again under the same
+      // name has another uid, and the apiserver refuses (409) the old pod's status for it.
       await this.client.patch<Pod>(
         resources.pods,
         name,
-        { status: body },
+        { metadata: { uid }, status: body },
         {
           namespace,
           subresource: 'status',
@@ -81,8 +102,10 @@ export class ApiPodStatusSink implements PodStatusSink {
       this.trace?.(uid, 'status-written', status.phase);
       return true;
     } catch (err) {
-      if (isNotFound(err)) {
+      if (isNotFound(err) || isUidMismatch(err)) {
+        // The pod this status is about is gone (or replaced): nothing to report it to.
         this.written.delete(uid);
+        this.pending.delete(uid);
         return true;
       }
       this.log.warn({ pod: `${namespace}/${name}`, err: (err as Error).message }, 'pod status update failed');

@@ -2,8 +2,9 @@
 // subnet (node.spec.podCIDR from node IPAM, or --pod-cidr) into the CNI conf
 // dir containerd reads, before any pod sandbox is created. Until it is there,
 // pods wait in ContainerCreating and the runtime reports NetworkReady=false.
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -93,10 +94,17 @@ export class CniConfig {
       return false;
     }
     await mkdir(this.opts.confDir, { recursive: true });
-    // Write then rename, so containerd never loads half a file.
-    const tmp = `${path}.tmp`;
-    await writeFile(tmp, text);
-    await rename(tmp, path);
+    // Write then rename, so containerd never loads half a file. The temporary name is
+    // this writer's own (two kubelets, or two calls, never write into one file), and
+    // does not end in .conflist/.conf/.json, so containerd never loads it either.
+    const tmp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+    try {
+      await writeFile(tmp, text);
+      await rename(tmp, path);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
     this.written = podCidr;
     return true;
   }

@@ -10,7 +10,7 @@ import { podRequests } from './resources.js';
 import type { EventSink, ObjectSource, PodStatusSink } from './sinks.js';
 import type { Tracer } from './trace.js';
 import { VolumeManager } from './volumes.js';
-import { PodWorker, type WorkerContext } from './worker.js';
+import { PodWorker, runtimeSignature, type WorkerContext } from './worker.js';
 
 export interface PodManagerOptions {
   runtime: ContainerRuntime;
@@ -83,6 +83,7 @@ export class PodManager {
     );
     for (const p of sorted) this.upsert(p);
     await this.relist();
+    this.relisted = true;
     this.scheduleRelist();
   }
 
@@ -105,7 +106,10 @@ export class PodManager {
       return;
     }
     this.ctx.trace?.(uid, 'watch-delivered');
-    const worker = new PodWorker(pod, this.ctx);
+    // Only this kubelet creates sandboxes for its pods, and the node-wide relist at
+    // start-up saw what earlier ones left: a pod in no relist since has nothing yet.
+    const knownEmpty = this.relisted && !this.inRuntime.has(uid);
+    const worker = new PodWorker(pod, this.ctx, { knownEmpty });
     this.workers.set(uid, worker);
     void worker.done.then(() => {
       if (this.workers.get(uid) === worker) this.workers.delete(uid);
@@ -187,6 +191,10 @@ export class PodManager {
   /** What the runtime ran per pod uid at the last relist: sandbox and container ids with their states. */
   private lastSeen = new Map<string, string>();
   private lastResync = 0;
+  /** The first node-wide relist is done: from then on, inRuntime knows every pod the runtime has. */
+  private relisted = false;
+  /** Pod uids with sandboxes or containers at the last relist. */
+  private inRuntime = new Set<string>();
 
   /**
    * Lists the sandboxes and containers of all pods at once (two CRI calls, not
@@ -203,23 +211,34 @@ export class PodManager {
         this.opts.runtime.listPodSandbox(selector),
         this.opts.runtime.listContainers(selector),
       ]);
-      const seen = new Map<string, string[]>();
-      const note = (uid: string | undefined, what: string) => {
+      const seen = new Map<string, { id: string; state: string }[]>();
+      const note = (uid: string | undefined, what: { id: string; state: string }) => {
         if (!uid) return;
         const list = seen.get(uid) ?? [];
         list.push(what);
         seen.set(uid, list);
       };
-      for (const sb of sandboxes) note(sb.labels[POD_UID_LABEL], `${sb.id}=${sb.state}`);
-      for (const c of containers) note(c.labels[POD_UID_LABEL], `${c.id}=${c.state}`);
+      for (const sb of sandboxes) note(sb.labels[POD_UID_LABEL], sb);
+      for (const c of containers) note(c.labels[POD_UID_LABEL], c);
+      this.inRuntime = new Set(seen.keys());
       const now = Date.now();
       const resyncAll = now - this.lastResync >= (this.opts.resyncIntervalMs ?? 10_000);
       if (resyncAll) this.lastResync = now;
       const current = new Map<string, string>();
       for (const [uid, worker] of this.workers) {
-        const sig = (seen.get(uid) ?? []).sort().join(',');
+        const sig = runtimeSignature(seen.get(uid) ?? []);
+        const last = this.lastSeen.get(uid);
+        if (resyncAll) worker.trigger();
+        else if (last !== sig) {
+          // A worker in the middle of a sync sees its own changes: look again at the next
+          // relist (the signature stays unrecorded) rather than making it sync twice.
+          if (worker.isBusy) {
+            if (last !== undefined) current.set(uid, last);
+            continue;
+          }
+          if (worker.observed !== sig) worker.trigger();
+        }
         current.set(uid, sig);
-        if (resyncAll || this.lastSeen.get(uid) !== sig) worker.trigger();
       }
       this.lastSeen = current;
       for (const sb of sandboxes) {

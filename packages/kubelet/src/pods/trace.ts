@@ -7,12 +7,17 @@ export type TraceStep =
   | 'watch-delivered'
   | 'sync-start'
   | 'volumes-ready'
+  | 'sandbox-requested'
   | 'sandbox-started'
   | 'image-checked'
+  | 'container-requested'
   | 'container-created'
+  | 'start-requested'
   | 'container-started'
   | 'status-set'
-  | 'status-written';
+  | 'status-written'
+  /** The status published before ContainerStatus differed from what it then reported. */
+  | 'status-corrected';
 
 export type Tracer = (uid: string, step: TraceStep, detail?: string) => void;
 

@@ -10,6 +10,7 @@ import type {
   ContainerConfig,
   ContainerRuntime,
   ContainerStatus,
+  Image,
   Mount,
   PodSandboxConfig,
   PodSandboxStatus,
@@ -98,6 +99,89 @@ interface Observed {
   instances: Map<string, ContainerStatus[]>;
 }
 
+/**
+ * What a pod runs, as `<id>=<state>` of its sandboxes and containers, sorted and
+ * comma-joined: the same text the manager's relist builds from its node-wide
+ * lists, so it can tell a change the worker has not seen from one it made itself.
+ */
+export function runtimeSignature(entries: Iterable<{ id: string; state: string }>): string {
+  return [...entries]
+    .map((e) => `${e.id}=${e.state}`)
+    .sort()
+    .join(',');
+}
+
+function observedSignature(obs: Observed): string {
+  const entries: { id: string; state: string }[] = [];
+  if (obs.sandbox) entries.push(obs.sandbox);
+  for (const list of obs.instances.values()) entries.push(...list);
+  return runtimeSignature(entries);
+}
+
+/**
+ * A container is reported Running before ContainerStatus confirms it only when
+ * StartContainer took at most this long (ns): status times are whole seconds, so
+ * a guess within ±100 ms of the real start names the right second more than 90
+ * times in 100, while on a loaded runtime (StartContainer taking seconds) it
+ * would mostly be wrong, and each wrong guess costs a second PATCH.
+ */
+const EARLY_STATUS_MAX_START_NS = 200_000_000;
+
+const nowNs = () => Math.round((performance.timeOrigin + performance.now()) * 1e6);
+
+/**
+ * The status a runtime reports for a container it just started: running since
+ * `startedAt`, with the image reference a CRI runtime gives (the image's repo
+ * digest, else its id).
+ */
+function startedStatus(
+  id: string,
+  config: ContainerConfig,
+  createdAt: number,
+  startedAt: number,
+  image: Image,
+): ContainerStatus {
+  return {
+    id,
+    metadata: config.metadata,
+    state: 'CONTAINER_RUNNING',
+    createdAt,
+    startedAt,
+    finishedAt: 0,
+    exitCode: 0,
+    image: config.image,
+    imageRef: image.repoDigests[0] || image.id,
+    reason: '',
+    message: '',
+    labels: config.labels,
+    annotations: config.annotations,
+    logPath: config.logPath,
+  };
+}
+
+/** What of a container status ends up in the pod's status (for noticing a wrong guess). */
+const statusSignatureOf = (s: ContainerStatus) =>
+  `${s.state} ${s.imageRef} ${Math.floor(s.startedAt / 1e9)} ${s.exitCode}`;
+
+/** `obs` with `statuses` in place of the instances of the same id, in `instances`. */
+function withStatuses(
+  obs: Observed,
+  statuses: ContainerStatus[],
+  instances: Map<string, ContainerStatus[]>,
+): Observed {
+  for (const s of statuses) {
+    const name = s.labels[CONTAINER_NAME_LABEL] ?? s.metadata.name;
+    const list = (instances.get(name) ?? []).filter((c) => c.id !== s.id);
+    list.push(s);
+    list.sort((a, b) => restartCountOf(b) - restartCountOf(a) || b.createdAt - a.createdAt);
+    instances.set(name, list);
+  }
+  return { ...obs, instances };
+}
+
+/** Nothing of the pod in the runtime. */
+const nothingRuns = (): Observed => ({ staleSandboxIds: [], instances: new Map() });
+
 export class PodWorker {
   readonly ref: PodRef;
   private pod: Pod;
@@ -120,11 +204,30 @@ export class PodWorker {
   /** Resolves when the worker has nothing left to do (after termination). */
   readonly done: Promise<void>;
   private resolveDone!: () => void;
+  /**
+   * The manager knows nothing of this pod runs (it came after the first
+   * node-wide relist and was in none since): the first sync acts at once
+   * instead of listing the pod's sandboxes first.
+   */
+  private knownEmpty: boolean;
+  /** What the runtime ran for the pod when this worker last looked (see runtimeSignature). */
+  private seenSignature: string | undefined;
+  /** ImageStatus calls started alongside RunPodSandbox, by image; valid for one sync. */
+  private readonly imageChecks = new Map<string, Promise<Image | undefined>>();
+  /** Images ImageStatus found present during this sync. */
+  private readonly presentImages = new Map<string, Image>();
+  /**
+   * Containers this sync created and started, with the status the runtime is
+   * bound to report for them: published at once, before ContainerStatus confirms it.
+   */
+  private readonly assumed = new Map<string, ContainerStatus>();
 
   constructor(
     pod: Pod,
     private readonly ctx: WorkerContext,
+    opts: { knownEmpty?: boolean } = {},
   ) {
+    this.knownEmpty = !!opts.knownEmpty;
     this.pod = pod;
     this.ref = podRef(pod);
     this.done = new Promise((r) => {
@@ -142,6 +245,16 @@ export class PodWorker {
 
   get isTerminating(): boolean {
     return this.deleting;
+  }
+
+  /** Whether a sync is under way or asked for. */
+  get isBusy(): boolean {
+    return this.running || this.dirty;
+  }
+
+  /** What the runtime ran for the pod when the worker last looked, or undefined before it looked. */
+  get observed(): string | undefined {
+    return this.seenSignature;
   }
 
   update(pod: Pod): void {
@@ -262,7 +375,13 @@ export class PodWorker {
     this.trace('sync-start');
     this.touched.clear();
     this.stoppedSome = false;
-    const obs = await this.observe();
+    this.imageChecks.clear();
+    this.presentImages.clear();
+    this.assumed.clear();
+    // A pod nothing of which can exist yet needs no look first (one ListPodSandbox
+    // less before its sandbox); any later sync, a retry included, looks.
+    const obs = this.knownEmpty ? nothingRuns() : await this.observe();
+    this.knownEmpty = false;
     if (this.rejected) {
       await this.publish(obs);
       return;
@@ -337,7 +456,10 @@ export class PodWorker {
           );
       }
       const sandboxConfig = this.sandboxConfig((sandbox?.metadata.attempt ?? -1) + 1);
+      // The sandbox does not need the images: ask whether they are present meanwhile.
+      this.checkImagesAhead();
       try {
+        this.trace('sandbox-requested');
         const id = await this.ctx.runtime.runPodSandbox(sandboxConfig);
         sandbox = await this.ctx.runtime.podSandboxStatus(id);
         this.trace('sandbox-started');
@@ -412,6 +534,7 @@ export class PodWorker {
       }
     }
 
+    await this.publishAssumed(obs);
     const after = await this.refreshed(obs);
     await this.removeOldInstances(after);
     this.syncProbes(after);
@@ -472,15 +595,26 @@ export class PodWorker {
       ),
     );
     if (fresh.some((s) => s === undefined)) return this.observe();
-    for (const s of fresh) {
-      if (!s) continue;
-      const name = s.labels[CONTAINER_NAME_LABEL] ?? s.metadata.name;
-      const list = (obs.instances.get(name) ?? []).filter((c) => c.id !== s.id);
-      list.push(s);
-      list.sort((a, b) => restartCountOf(b) - restartCountOf(a) || b.createdAt - a.createdAt);
-      obs.instances.set(name, list);
+    const confirmed = fresh.filter((s) => s !== undefined);
+    for (const s of confirmed) {
+      const guess = this.assumed.get(s.id);
+      const [was, is] = guess ? [statusSignatureOf(guess), statusSignatureOf(s)] : [];
+      if (was !== is) this.ctx.trace?.(this.ref.uid, 'status-corrected', `${was} → ${is}`);
     }
-    return obs;
+    return withStatuses(obs, confirmed, obs.instances);
+  }
+
+  /**
+   * When every container this sync touched was created and started by it (nothing
+   * stopped) quickly enough to know when (EARLY_STATUS_MAX_START_NS), reports the
+   * status the runtime will confirm without waiting for ContainerStatus: the pod
+   * shows Running the moment StartContainer returns. The confirmed status follows
+   * (refreshed) and is written only if it differs.
+   */
+  private async publishAssumed(obs: Observed): Promise<void> {
+    if (this.assumed.size === 0 || this.stoppedSome) return;
+    if (![...this.touched].every((id) => this.assumed.has(id))) return;
+    await this.publish(withStatuses(obs, [...this.assumed.values()], new Map(obs.instances)));
   }
 
   /**
@@ -544,6 +678,7 @@ export class PodWorker {
     if (cur && !respecified) this.ctx.crashBackoff.next(key);
     let id: string;
     try {
+      this.trace('container-requested');
       id = await this.ctx.runtime.createContainer(sandboxId, config, sandboxConfig);
     } catch (err) {
       this.waiting.set(c.name, { reason: 'CreateContainerError', message: (err as Error).message });
@@ -553,16 +688,31 @@ export class PodWorker {
     }
     this.carriedRestarts.delete(c.name);
     this.touched.add(id);
+    const createdAt = nowNs();
     this.trace('container-created');
     this.event('Normal', 'Created', `Created container ${c.name}`);
-    await this.startCreated(c, id);
+    await this.startCreated(c, id, { config, createdAt });
   }
 
-  private async startCreated(c: Container, id: string): Promise<void> {
+  private async startCreated(
+    c: Container,
+    id: string,
+    created?: { config: ContainerConfig; createdAt: number },
+  ): Promise<void> {
     try {
       this.touched.add(id);
+      this.trace('start-requested');
+      const requestedAt = nowNs();
       await this.ctx.runtime.startContainer(id);
       this.trace('container-started');
+      const returnedAt = nowNs();
+      const image = created && this.presentImages.get(created.config.image.image);
+      // The container started somewhere between the call and its return; only when that is
+      // a short span is the guess (its middle) almost always the second the runtime reports.
+      if (created && image && returnedAt - requestedAt <= EARLY_STATUS_MAX_START_NS) {
+        const startedAt = Math.round((requestedAt + returnedAt) / 2);
+        this.assumed.set(id, startedStatus(id, created.config, created.createdAt, startedAt, image));
+      }
       this.waiting.delete(c.name);
       this.lastEvent.delete(c.name);
       this.event('Normal', 'Started', `Started container ${c.name}`);
@@ -576,8 +726,13 @@ export class PodWorker {
   private async ensureImage(c: Container): Promise<boolean> {
     const image = c.image ?? '';
     const policy = imagePullPolicy(c);
-    const present = policy === 'Always' ? undefined : await this.ctx.runtime.imageStatus(image);
+    const ahead = this.imageChecks.get(image);
+    this.imageChecks.delete(image);
+    let present = policy === 'Always' ? undefined : await (ahead ?? this.ctx.runtime.imageStatus(image));
+    // Absent when asked ahead, maybe pulled since by another pod: ask again before pulling.
+    if (ahead && !present) present = await this.ctx.runtime.imageStatus(image);
     if (present) {
+      this.presentImages.set(image, present);
       this.trace('image-checked', 'present');
       return true;
     }
@@ -617,6 +772,18 @@ export class PodWorker {
     this.event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${secs}s`);
     this.trace('image-checked', 'pulled');
     return true;
+  }
+
+  /** Starts ImageStatus for every image of the pod whose policy may use what is present. */
+  private checkImagesAhead(): void {
+    for (const c of [...(this.pod.spec?.initContainers ?? []), ...(this.pod.spec?.containers ?? [])]) {
+      const image = c.image ?? '';
+      if (!image || imagePullPolicy(c) === 'Always' || this.imageChecks.has(image)) continue;
+      const check = this.ctx.runtime.imageStatus(image);
+      // Awaited (and its error seen) in ensureImage; a sync that stops before never reads it.
+      check.catch(() => {});
+      this.imageChecks.set(image, check);
+    }
   }
 
   /** PullImage, joined with a pull of the same image another pod already started. */
@@ -727,13 +894,15 @@ export class PodWorker {
       instances: obs.instances,
       waiting: this.waiting,
       ready: (id) => this.probes.get(id)?.ready ?? !this.hasReadinessGate(id, obs),
-      started: (id) => this.probes.get(id)?.started ?? true,
+      // Without a prober yet (a container reported the moment it started), as its prober starts.
+      started: (id) => this.probes.get(id)?.started ?? !this.specOf(id, obs)?.startupProbe,
       rejected: this.rejected,
       previous: this.lastStatus,
     });
   }
 
   private async publish(obs: Observed): Promise<void> {
+    this.seenSignature = observedSignature(obs);
     const status = this.statusOf(obs);
     if (status.phase === 'Succeeded' || status.phase === 'Failed') {
       if (!this.terminal) {
@@ -752,11 +921,17 @@ export class PodWorker {
 
   /** A running container with a readiness or startup probe but no prober yet is not ready. */
   private hasReadinessGate(id: string, obs: Observed): boolean {
+    const c = this.specOf(id, obs);
+    return !!(c?.readinessProbe || c?.startupProbe);
+  }
+
+  /** The spec of the container whose newest instance is `id`. */
+  private specOf(id: string, obs: Observed): Container | undefined {
     for (const c of this.pod.spec?.containers ?? []) {
       const [cur] = obs.instances.get(c.name) ?? [];
-      if (cur?.id === id) return !!(c.readinessProbe || c.startupProbe);
+      if (cur?.id === id) return c;
     }
-    return false;
+    return undefined;
   }
 
   /** Stops every container (SIGTERM, then SIGKILL after the grace period), then the sandbox, then volumes. */
