@@ -83,6 +83,14 @@ export class Rest {
     return def.namespaced ? `/registry/${sr}/${ns}/${name}` : `/registry/${sr}/${name}`;
   }
 
+  /** The watch cache's copy of `key` (stored form, shared: never mutate it), or null. */
+  cachedObject(def: KindDef, key: string): StoredObject | null {
+    const o = this.caches.get(this.kinds.storageResource(def))?.objects.get(key);
+    if (!o) return null;
+    const rev = Number(o.metadata?.resourceVersion ?? 0);
+    return rev > 0 ? { key, obj: o, rev } : null;
+  }
+
   prefix(def: KindDef, ns: string): string {
     const sr = this.kinds.storageResource(def);
     return def.namespaced && ns ? `/registry/${sr}/${ns}/` : `/registry/${sr}/`;
@@ -675,56 +683,75 @@ export class Rest {
     }
     const podRi: ResourceRequest = { ...ri, resource: 'pods', name: podName, subresource: 'binding' };
     const key = this.key(podDef, ri.namespace, podName);
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const cur = await this.store.get(key);
+    // Start from the watch cache's copy: the write is guarded on its revision, so a
+    // stale copy costs a failed guard (whose reply carries the current object), never
+    // a wrong write; this saves the store a read per binding. A refusal is only ever
+    // decided on a copy read from the store itself.
+    const dryRun = isDryRun(ctx.query);
+    let cur = dryRun ? null : this.cachedObject(podDef, key);
+    let fresh = false;
+    for (let conflicts = 0; ; ) {
+      if (!cur) {
+        cur = await this.store.get(key);
+        fresh = true;
+      }
       if (!cur) throw notFound({ group: '', resource: 'pods' }, podName);
-      const pod = cur.obj;
-      const meta = pod.metadata ?? {};
-      const spec = obj(pod.spec);
-      const wantUid = str(b.metadata?.uid);
-      if (wantUid && wantUid !== meta.uid) {
-        throw conflict(
-          { group: '', resource: 'pods' },
-          podName,
-          `Precondition failed: UID in precondition: ${wantUid}, UID in object meta: ${str(meta.uid)}`,
-        );
+      const refusal = bindingRefusal(cur.obj, podName, str(b.metadata?.uid));
+      if (refusal) {
+        if (fresh) throw refusal;
+        cur = null;
+        continue;
       }
-      if (meta.deletionTimestamp) {
-        throw conflict(
-          { group: '', resource: 'pods' },
-          podName,
-          `pod ${podName} is being deleted, cannot be assigned to a host`,
-        );
-      }
-      if (str(spec.nodeName)) {
-        throw conflict(
-          { group: '', resource: 'pods' },
-          podName,
-          `pod ${podName} is already assigned to node "${str(spec.nodeName)}"`,
-        );
-      }
-      spec.nodeName = node;
-      pod.spec = spec;
-      const status = obj(pod.status);
-      const conds = arr(status.conditions)
-        .map(obj)
-        .filter((c) => c.type !== 'PodScheduled');
-      conds.push({
-        type: 'PodScheduled',
-        status: 'True',
-        lastProbeTime: null,
-        lastTransitionTime: nowRfc3339(),
-      });
-      status.conditions = conds;
-      pod.status = status;
-      if (isDryRun(ctx.query)) break;
+      if (dryRun) break;
+      // A new object sharing what the binding leaves alone: the cached copy is never mutated.
+      const pod: KObject = {
+        ...cur.obj,
+        spec: { ...obj(cur.obj.spec), nodeName: node },
+        status: withPodScheduled(obj(cur.obj.status)),
+      };
       const w = await this.store.update(key, pod, cur.rev);
       if (w.ok) break;
-      if (attempt === 4) throw conflict({ group: '', resource: 'pods' }, podName);
+      if (++conflicts >= 5) throw conflict({ group: '', resource: 'pods' }, podName);
+      // The failed guard's reply holds the object as it is now (null: deleted meanwhile).
+      cur = w.current;
+      fresh = true;
     }
     void podRi;
     return { code: 201, body: successStatus() };
   }
+}
+
+/** Why a pod cannot be bound (a 409 Status), or null when it can. */
+function bindingRefusal(pod: KObject, podName: string, wantUid: string): StatusError | null {
+  const meta = pod.metadata ?? {};
+  const gr = { group: '', resource: 'pods' };
+  if (wantUid && wantUid !== meta.uid) {
+    return conflict(
+      gr,
+      podName,
+      `Precondition failed: UID in precondition: ${wantUid}, UID in object meta: ${str(meta.uid)}`,
+    );
+  }
+  if (meta.deletionTimestamp) {
+    return conflict(gr, podName, `pod ${podName} is being deleted, cannot be assigned to a host`);
+  }
+  const nodeName = str(obj(pod.spec).nodeName);
+  if (nodeName) return conflict(gr, podName, `pod ${podName} is already assigned to node "${nodeName}"`);
+  return null;
+}
+
+/** The pod's status with PodScheduled=True (a new object; `status` is left as it was). */
+function withPodScheduled(status: Record<string, unknown>): Record<string, unknown> {
+  const conditions = arr(status.conditions)
+    .map(obj)
+    .filter((c) => c.type !== 'PodScheduled');
+  conditions.push({
+    type: 'PodScheduled',
+    status: 'True',
+    lastProbeTime: null,
+    lastTransitionTime: nowRfc3339(),
+  });
+  return { ...status, conditions };
 }
 
 /** The Scale subresource's body, decoded like a kind (unknown fields, wrong types). */

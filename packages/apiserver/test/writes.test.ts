@@ -127,6 +127,40 @@ describe('pods', () => {
     assert.equal(atCreate.body.spec.nodeName, 'n1');
   });
 
+  it('a pod recreated under the same name binds by its new uid, never by the old one', async () => {
+    // The binding starts from the watch cache's copy, which may still be the old pod.
+    const old = (await api.post(`${NS}/pods`, pod('p-reborn'))).body;
+    assert.equal((await api.del(`${NS}/pods/p-reborn`)).status, 200);
+    const reborn = (await api.post(`${NS}/pods`, pod('p-reborn'))).body;
+    const byOld = await api.post(`${NS}/pods/p-reborn/binding`, {
+      metadata: { name: 'p-reborn', uid: old.metadata.uid },
+      target: { name: 'n1' },
+    });
+    assert.equal(byOld.status, 409);
+    assert.match(byOld.body.message, /Precondition failed: UID in precondition/);
+    const byNew = await api.post(`${NS}/pods/p-reborn/binding`, {
+      metadata: { name: 'p-reborn', uid: reborn.metadata.uid },
+      target: { name: 'n1' },
+    });
+    assert.equal(byNew.status, 201, byNew.text);
+    await api.del(`${NS}/pods/p-reborn`, { gracePeriodSeconds: 0 });
+  });
+
+  it('of many concurrent bindings of one pod exactly one succeeds', async () => {
+    await api.post(`${NS}/pods`, pod('p-race'));
+    const results = await Promise.all(
+      ['n1', 'n2', 'n3', 'n4', 'n5', 'n6'].map((n) =>
+        api.post(`${NS}/pods/p-race/binding`, { metadata: { name: 'p-race' }, target: { name: n } }),
+      ),
+    );
+    const won = results.filter((r) => r.status === 201);
+    assert.equal(won.length, 1, results.map((r) => r.status).join(','));
+    for (const r of results) if (r.status !== 201) assert.equal(r.status, 409);
+    const got = (await api.get(`${NS}/pods/p-race`)).body;
+    assert.ok(['n1', 'n2', 'n3', 'n4', 'n5', 'n6'].includes(got.spec.nodeName));
+    await api.del(`${NS}/pods/p-race`, { gracePeriodSeconds: 0 });
+  });
+
   it('status updates change only status; main updates keep status', async () => {
     const cur = (await api.get(`${NS}/pods/p-bind`)).body;
     const st = await api.put(`${NS}/pods/p-bind/status`, {

@@ -3,8 +3,17 @@
 // schedules, and a replica that loses the lease exits (as kube-scheduler does),
 // so it can never bind a pod on stale beliefs.
 import { hostname } from 'node:os';
-import { EventRecorder, KubeClient, LeaderElector, resources, SharedInformerFactory } from '@kubit/client';
 import {
+  EventRecorder,
+  HttpTransport,
+  KubeClient,
+  LeaderElector,
+  loadClientConfig,
+  resources,
+  SharedInformerFactory,
+} from '@kubit/client';
+import {
+  Counter,
   createLogger,
   createRegistry,
   Shutdown,
@@ -12,6 +21,7 @@ import {
   selfSignedServingCert,
   startHealthServer,
 } from '@kubit/daemon';
+import { EventSink } from './event-sink.js';
 import {
   buildFramework,
   defaultConfig,
@@ -24,6 +34,12 @@ import { podKey } from './pod-info.js';
 import { Scheduler } from './scheduler.js';
 
 import type { Node, Pod } from './types.js';
+
+/** Bindings the scheduler keeps in flight (the loop waits for a slot beyond this). */
+const BINDINGS_IN_FLIGHT = 256;
+
+/** "Scheduled" events written at once (each is a store write: they compete with bindings). */
+const EVENT_WRITERS = 4;
 
 export interface DaemonOptions {
   kubeconfig?: string;
@@ -52,11 +68,25 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
   const frameworks = cfg.profiles.map((p) => buildFramework(p, cfg.percentageOfNodesToScore));
 
   let client: KubeClient;
+  let eventClient: KubeClient;
   try {
-    client = KubeClient.fromKubeconfig(
-      { kubeconfig: o.kubeconfig, server: o.master },
-      { userAgent: 'kubit-scheduler' },
-    );
+    const config = loadClientConfig({ kubeconfig: o.kubeconfig, server: o.master });
+    const userAgent = 'kubit-scheduler';
+    // One connection per binding in flight (HTTP/1.1 carries one request at a time):
+    // the store commits the writes that arrive together with one fsync and one raft
+    // round, so many outstanding bindings make each cheaper. Measured at 3,000 pods
+    // (store CPU per pod, 3 members): 64 connections 1.55 ms, 256 connections 1.10 ms.
+    // The informers' watches and lists and the lease need a few more.
+    client = new KubeClient(config, {
+      userAgent,
+      transport: new HttpTransport(config, { userAgent, maxSockets: BINDINGS_IN_FLIGHT + 8 }),
+    });
+    // Events get connections of their own: in the shared pool they would queue behind
+    // hundreds of bindings and mostly be dropped during a burst.
+    eventClient = new KubeClient(config, {
+      userAgent,
+      transport: new HttpTransport(config, { userAgent, maxSockets: EVENT_WRITERS }),
+    });
   } catch (err) {
     throw new StartupError(`cannot load the kubeconfig: ${(err as Error).message}`);
   }
@@ -73,13 +103,27 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
   const nodeInformer = factory.forResource<Node & { metadata?: object }>(resources.nodes);
   // Namespace labels, for pod (anti-)affinity terms with a namespaceSelector.
   const nsInformer = factory.forResource(resources.namespaces);
+  const registry = createRegistry();
+  const eventsDropped = new Counter({
+    name: 'scheduler_events_dropped_total',
+    help: 'Scheduled events not written because the event queue was full (events are best effort).',
+    registers: [registry],
+  });
+  const sink = new EventSink({
+    component: 'default-scheduler',
+    host: hostname(),
+    concurrency: EVENT_WRITERS,
+    write: (namespace, event) => eventClient.create(resources.events, event, { namespace }),
+    onDrop: () => eventsDropped.inc(),
+    onError: (err) => log.debug({ err: (err as Error).message }, 'event not recorded'),
+  });
   const api = new KubeSchedulerApi(
     client,
     recorder,
     (pod) => podInformer.store.getByKey(podKey(pod)) as Pod | undefined,
+    sink,
   );
 
-  const registry = createRegistry();
   let scheduler: Scheduler | null = null;
   const metrics = createSchedulerMetrics(
     registry,
@@ -93,6 +137,7 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
     initialBackoffMs: cfg.podInitialBackoffSeconds * 1000,
     maxBackoffMs: cfg.podMaxBackoffSeconds * 1000,
     namespaceLabels: (ns) => nsInformer.store.get(ns)?.metadata?.labels,
+    maxInFlightBindings: BINDINGS_IN_FLIGHT,
   });
   const s = scheduler;
   nodeInformer.addEventHandler({
@@ -166,7 +211,7 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
     const ac = new AbortController();
     shutdown.add(async () => {
       ac.abort();
-      await recorder.flush();
+      await Promise.all([recorder.flush(), sink.flush()]);
     });
     await lead(ac.signal);
     return;
@@ -195,7 +240,7 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
     stopping = true;
     stopElection.abort();
     await election;
-    await recorder.flush();
+    await Promise.all([recorder.flush(), sink.flush()]);
   });
   await election;
 }

@@ -1,7 +1,10 @@
 // The scheduler's SchedulerApi over the real apiserver: bindings through the
 // pods/binding subresource, the PodScheduled condition through pods/status,
-// and events through the client's recorder.
+// the "Scheduled" events through the scheduler's own bounded EventSink (one per
+// pod, many per second), and the rarer warnings through the client's recorder,
+// which folds repeats of the same FailedScheduling message into one Event.
 import { type EventRecorder, type KubeClient, resources } from '@kubit/client';
+import type { EventSink } from './event-sink.js';
 import type { SchedulerApi } from './scheduler.js';
 import type { Pod, PodCondition } from './types.js';
 
@@ -11,6 +14,8 @@ export class KubeSchedulerApi implements SchedulerApi {
     private readonly recorder: EventRecorder,
     /** The latest copy of a pod (from the informer), so a status patch starts from fresh conditions. */
     private readonly latest: (pod: Pod) => Pod | undefined = () => undefined,
+    /** Where Normal events go; without one, every event goes through the recorder. */
+    private readonly sink?: EventSink,
   ) {}
 
   async bind(pod: Pod, nodeName: string): Promise<void> {
@@ -40,6 +45,7 @@ export class KubeSchedulerApi implements SchedulerApi {
   }
 
   event(pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string): void {
-    this.recorder.event(pod, type, reason, message);
+    if (type === 'Normal' && this.sink) this.sink.record(pod, type, reason, message);
+    else this.recorder.event(pod, type, reason, message);
   }
 }

@@ -8,13 +8,20 @@
 //
 //   node packages/testkit/dist/bench/scheduler.js [--store=kubit-store|etcd]
 //        [--members=3] [--nodes=1000] [--pods=10000] [--paced-rate=100] [--paced-seconds=5] [--batch-seconds=240]
+//        [--kinds=plain,anti-affinity]
+//
+// Each batch also reports the CPU time (utime+stime from /proc/<pid>/stat) each
+// process spent per bound pod: the machine is shared, so CPU per pod is the
+// measure that survives a busy host. KUBIT_SCHEDULER_CPU_PROF=<dir> profiles the
+// scheduler (a .cpuprofile lands there when it stops).
 //
 // The nodes are Node objects registered through the API (Ready, allocatable
 // cpu/memory/pods): the scheduler only needs nodes, not kubelets.
 // Build first: npx tsc -b packages/testkit packages/apiserver packages/scheduler packages/store
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Node, Pod } from '@kubit/api';
-import { type KubeClient, resources, type Watch } from '@kubit/client';
+import { type KubeClient, type KubeObject, resources, type Watch } from '@kubit/client';
 import type { ControlPlane } from '../src/controlplane.js';
 import { daemonCommand, freePort, startProcess, type TestProcess } from '../src/process.js';
 import {
@@ -33,10 +40,67 @@ import {
   startBenchControlPlane,
   storeProgram,
   table,
+  UsageError,
 } from './common.js';
 
 const SCRIPT = 'bench:scheduler';
 const GROUP_SIZE = 10;
+
+/** Clock ticks per second for /proc/<pid>/stat times (USER_HZ: 100 on Linux). */
+const USER_HZ = 100;
+
+/** CPU milliseconds (user + system) a process has used so far, NaN once it is gone. */
+function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start at ") ".
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Counts from the apiserver's /metrics: store operations and requests, by label. */
+async function apiserverCounts(client: KubeClient): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const res = await client
+    .rawRequest({ method: 'GET', path: '/metrics', accept: 'text/plain' })
+    .catch(() => null);
+  if (res?.statusCode !== 200) return out;
+  for (const line of res.body.split('\n')) {
+    const store = /^apiserver_storage_request_duration_seconds_count\{operation="([^"]+)"\} (\d+)/.exec(line);
+    if (store) out.set(`store ${store[1]}`, Number(store[2]));
+    const req = /^apiserver_request_total\{(.*)\} (\d+)/.exec(line);
+    if (req) {
+      const verb = /verb="([^"]*)"/.exec(req[1])?.[1] ?? '?';
+      const resource = /resource="([^"]*)"/.exec(req[1])?.[1] ?? '?';
+      const k = `${verb} ${resource}`;
+      out.set(k, (out.get(k) ?? 0) + Number(req[2]));
+    }
+  }
+  return out;
+}
+
+/** What grew between two apiserverCounts, per bound pod, largest first. */
+function countsPerPod(before: Map<string, number>, after: Map<string, number>, pods: number): string {
+  const rows: [string, number][] = [];
+  for (const [k, v] of after) {
+    const d = v - (before.get(k) ?? 0);
+    if (d / pods >= 0.01) rows.push([k, d / pods]);
+  }
+  rows.sort((a, b) => b[1] - a[1]);
+  return rows.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ');
+}
+
+/** The processes whose CPU per bound pod a batch reports. */
+function cpuTargets(cp: ControlPlane, scheduler: TestProcess): { name: string; pid: number }[] {
+  return [
+    { name: 'scheduler', pid: scheduler.pid },
+    { name: 'apiserver', pid: cp.apiserver.pid },
+    ...cp.store.processes.map((p, i) => ({ name: `store-${i}`, pid: p.pid })),
+  ];
+}
 
 function nodeBody(name: string): Node {
   const alloc = { cpu: '32', memory: '128Gi', pods: '110' };
@@ -103,10 +167,12 @@ async function registerNodes(client: KubeClient, count: number): Promise<void> {
 
 function startScheduler(cp: ControlPlane, kubeconfig: string, port: number, name: string): TestProcess {
   const cmd = daemonCommand('scheduler', 'main.ts');
+  const profDir = process.env.KUBIT_SCHEDULER_CPU_PROF;
   return startProcess({
     name,
     command: cmd.command,
     args: [
+      ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
       ...cmd.args,
       `--kubeconfig=${kubeconfig}`,
       `--secure-port=${port}`,
@@ -122,6 +188,8 @@ function startScheduler(cp: ControlPlane, kubeconfig: string, port: number, name
 class BindingWatch {
   readonly boundAt = new Map<string, number>();
   readonly nodeOf = new Map<string, string>();
+  /** Called once, at the first binding seen. */
+  onFirstBind: (() => void) | undefined;
   private readonly watch: Watch<Pod>;
   error: Error | undefined;
   private stopped = false;
@@ -145,6 +213,7 @@ class BindingWatch {
         const name = ev.object.metadata?.name;
         const node = ev.object.spec?.nodeName;
         if (name && node && !this.boundAt.has(name)) {
+          if (this.boundAt.size === 0) this.onFirstBind?.();
           this.boundAt.set(name, now());
           this.nodeOf.set(name, node);
         }
@@ -216,7 +285,7 @@ async function batch(
   kind: 'plain' | 'anti-affinity',
   count: number,
   batchSeconds: number,
-): Promise<{ row: Row; scheduler: TestProcess; rss: number }> {
+): Promise<{ row: Row; cpuRow: Row; countRow: Row; scheduler: TestProcess; rss: number }> {
   const ns = `bench-${kind}`;
   const rv = await ensureNamespace(client, ns);
   // Watching from before the creates: a watch started later from this resourceVersion
@@ -234,8 +303,24 @@ async function batch(
     throw new Error(`${r.errors} pod creates failed: ${r.firstError}`);
   }
   progress(`${kind}: created at ${(count / ((now() - t0) / 1000)).toFixed(0)}/s; starting the scheduler`);
-  const startedAt = now();
+  // What the apiserver and the store spend doing nothing (raft ticks, leases): per-pod
+  // CPU is reported above this idle rate, so a slow batch on a busy host does not
+  // charge its extra seconds of background work to the pods.
+  const idleTargets = [cp.apiserver.pid, ...cp.store.processes.map((p) => p.pid)];
+  const idleStart = idleTargets.map(cpuMs);
+  const idleT0 = now();
+  await sleep(2000);
+  const idleRate = idleTargets.map((pid, i) => (cpuMs(pid) - idleStart[i]) / (now() - idleT0));
+  const countsBefore = await apiserverCounts(client);
   const scheduler = startScheduler(cp, schedulerKubeconfig, await freePort(), `kubit-scheduler-${kind}`);
+  const startedAt = now();
+  const targets = cpuTargets(cp, scheduler);
+  const cpuBefore = targets.map((t) => (t.name === 'scheduler' ? 0 : cpuMs(t.pid)));
+  let schedulerStartupCpu = Number.NaN;
+  watch.onFirstBind = () => {
+    schedulerStartupCpu = cpuMs(scheduler.pid);
+  };
+  const benchCpuBefore = process.cpuUsage();
   let peakRss = 0;
   const sampler = setInterval(() => {
     peakRss = Math.max(peakRss, rssMiB(scheduler.pid));
@@ -255,12 +340,21 @@ async function batch(
     clearInterval(sampler);
     watch.stop();
   }
+  const cpuAfter = targets.map((t) => cpuMs(t.pid));
+  const benchCpu = process.cpuUsage(benchCpuBefore);
+  const elapsed = now() - startedAt;
+  const countsAfter = await apiserverCounts(client);
   const times = sortedCopy([...watch.boundAt.values()]);
   const first = times[0] ?? Number.NaN;
   const last = times[times.length - 1] ?? Number.NaN;
   const rate = times.length > 1 ? (times.length - 1) / ((last - first) / 1000) : Number.NaN;
   const fromStart = times.map((t) => t - startedAt);
   const violations = kind === 'anti-affinity' ? antiAffinityViolations(watch, count) : 0;
+  // Events are best effort (the scheduler drops them when its queue is full): count what was written.
+  const events = await client
+    .list<KubeObject & { reason?: string }>(resources.events, { namespace: ns })
+    .then((l) => l.items.filter((e) => e.reason === 'Scheduled').length)
+    .catch(() => Number.NaN);
   const notes = [
     kind === 'plain' ? (rate >= 1000 && all ? 'MET' : 'MISSED') : '',
     `first bind ${ms(first - startedAt)} ms after the scheduler started`,
@@ -268,8 +362,37 @@ async function batch(
     watch.error ? `binding watch failed: ${watch.error.message.slice(0, 120)}` : '',
     scheduler.running ? '' : 'the scheduler EXITED during the run',
     violations ? `${violations} anti-affinity groups share a node` : '',
+    `${events} Scheduled events written by the end of the batch`,
   ];
+  const bound = Math.max(1, times.length);
+  const perPod = targets.map((t, i) => {
+    const idle = i === 0 ? 0 : idleRate[i - 1] * elapsed;
+    return `${t.name} ${((cpuAfter[i] - cpuBefore[i] - idle) / bound).toFixed(2)}`;
+  });
+  perPod.push(`bench ${((benchCpu.user + benchCpu.system) / 1000 / bound).toFixed(2)}`);
+  const idleNote = targets
+    .slice(1)
+    .map((t, i) => `${t.name} ${(idleRate[i] * 1000).toFixed(0)}`)
+    .join(', ');
   return {
+    cpuRow: {
+      what: `CPU ms per bound pod, ${kind} batch`,
+      pods: '',
+      rate: '',
+      p50: '',
+      p99: '',
+      target: '',
+      note: `${perPod.join(', ')} (scheduler: since its start, of which ${schedulerStartupCpu.toFixed(0)} ms before its first bind; others: above their idle CPU ms/s: ${idleNote})`,
+    },
+    countRow: {
+      what: `apiserver requests and store operations per bound pod, ${kind} batch`,
+      pods: '',
+      rate: '',
+      p50: '',
+      p99: '',
+      target: '',
+      note: countsPerPod(countsBefore, countsAfter, bound),
+    },
     row: {
       what: `batch of pending pods, ${kind}`,
       pods: `${times.length}/${count}`,
@@ -348,6 +471,12 @@ runBench(async (cleanup) => {
     'paced-rate': 100,
     'paced-seconds': 5,
     'batch-seconds': 240,
+    kinds: 'plain,anti-affinity',
+  });
+  const kinds = flags.kinds.split(',').map((k) => {
+    if (k !== 'plain' && k !== 'anti-affinity')
+      throw new UsageError(`${SCRIPT}: --kinds takes plain and/or anti-affinity, not "${k}"`);
+    return k;
   });
   const program = storeProgram(SCRIPT, flags.store);
   const header = machineHeader();
@@ -361,10 +490,10 @@ runBench(async (cleanup) => {
   await registerNodes(client, flags.nodes);
 
   const rows: Row[] = [];
-  for (const kind of ['plain', 'anti-affinity'] as const) {
+  for (const kind of kinds) {
     const b = await batch(cp, client, schedulerKubeconfig, kind, flags.pods, flags['batch-seconds']);
     cleanup.add(`scheduler (${kind})`, () => b.scheduler.stop());
-    rows.push(b.row);
+    rows.push(b.row, b.cpuRow, b.countRow);
     if (b.scheduler.running && flags['paced-seconds'] > 0) {
       progress(`${kind}: paced creates at ${flags['paced-rate']}/s`);
       rows.push(await paced(cp, client, kind, flags['paced-rate'], flags['paced-seconds']));
