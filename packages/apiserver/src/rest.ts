@@ -336,6 +336,16 @@ export class Rest {
       else delete m.namespace;
       const clientRv = parseResourceVersion(str(m.resourceVersion) || undefined, 'metadata.resourceVersion');
       if (clientRv !== undefined && clientRv !== cur.rev) throw conflict(gr(def), ri.name);
+      // A uid in the body is a precondition too, as in Kubernetes: a kubelet's status for a
+      // pod deleted and recreated under the same name must not land on the new pod.
+      const storedUid = str(currentOut.metadata?.uid);
+      if (str(m.uid) && m.uid !== storedUid) {
+        throw conflict(
+          gr(def),
+          ri.name,
+          `Precondition failed: UID in precondition: ${str(m.uid)}, UID in object meta: ${storedUid}`,
+        );
+      }
       keepSystemMetadata(next, currentOut);
       if (sub === 'status') def.prepareForStatusUpdate?.(next, currentOut);
       else if (sub === 'finalize') {

@@ -146,6 +146,35 @@ describe('pods', () => {
     await api.del(`${NS}/pods/p-reborn`, { gracePeriodSeconds: 0 });
   });
 
+  it('a uid in an update or a status patch is a precondition (409 when it is not the stored one)', async () => {
+    const created = (await api.post(`${NS}/pods`, pod('p-uid'))).body;
+    const stale = await api.patch(`${NS}/pods/p-uid/status`, {
+      metadata: { uid: 'uid-of-an-older-pod' },
+      status: { message: 'from a deleted twin' },
+    });
+    assert.equal(stale.status, 409, stale.text);
+    assert.match(
+      stale.body.message,
+      new RegExp(
+        `Precondition failed: UID in precondition: uid-of-an-older-pod, UID in object meta: ${created.metadata.uid}`,
+      ),
+    );
+    const put = await api.put(`${NS}/pods/p-uid`, {
+      ...created,
+      metadata: { ...created.metadata, uid: 'uid-of-an-older-pod', labels: { changed: 'yes' } },
+    });
+    assert.equal(put.status, 409, put.text);
+    const unchanged = (await api.get(`${NS}/pods/p-uid`)).body;
+    assert.equal(unchanged.status.message, undefined);
+    assert.equal(unchanged.metadata.labels?.changed, undefined);
+    const ok = await api.patch(`${NS}/pods/p-uid/status`, {
+      metadata: { uid: created.metadata.uid },
+      status: { message: 'from this pod' },
+    });
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.body.status.message, 'from this pod');
+  });
+
   it('of many concurrent bindings of one pod exactly one succeeds', async () => {
     await api.post(`${NS}/pods`, pod('p-race'));
     const results = await Promise.all(

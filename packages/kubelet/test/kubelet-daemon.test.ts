@@ -228,11 +228,9 @@ test('after kill -9 and a restart the kubelet adopts its pod: no second containe
   assert.equal(p.status?.containerStatuses?.[0]?.restartCount, 0);
 });
 
-test('a status for a deleted pod never lands on a new pod of the same name (uid precondition)', {
-  // The kubelet sends metadata.uid in the patch and drops the status on the 409; kubit-apiserver
-  // does not yet treat a uid in a patch as a precondition (it overwrites it with the stored one).
-  todo: 'kubit-apiserver ignores metadata.uid in a merge patch (Kubernetes answers 409)',
-}, async () => {
+// The kubelet sends metadata.uid in its status patch; the apiserver answers a uid that is
+// not the stored one with 409 (as Kubernetes does), and the kubelet drops the stale status.
+test('a status for a deleted pod never lands on a new pod of the same name (uid precondition)', async () => {
   const name = 'renamed-twin';
   const body: Pod = {
     apiVersion: 'v1',
