@@ -18,8 +18,10 @@ SYSTEM_COMMANDS="openssl containerd runc /usr/lib/cni/bridge /usr/lib/cni/host-l
 # What only the tests need, on top (scripts/test adds these; scripts/up does not):
 #   openssh-server: the multi-host lab's installer runs over ssh to network-namespace hosts
 #   (nsenter and setsid, from util-linux, start each host's sshd in its namespace)
-TEST_SYSTEM_PACKAGES="openssh-server"
-TEST_SYSTEM_COMMANDS="/usr/sbin/sshd ssh ssh-keygen nsenter setsid"
+#   docker.io docker-compose debootstrap: the compose test runs a private Docker Engine,
+#   builds the offline base image (scripts/base-image) and runs docker-compose.yml
+TEST_SYSTEM_PACKAGES="openssh-server docker.io docker-compose debootstrap"
+TEST_SYSTEM_COMMANDS="/usr/sbin/sshd ssh ssh-keygen nsenter setsid /usr/sbin/dockerd /usr/bin/docker-compose /usr/sbin/debootstrap"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -5,7 +5,7 @@
 set -eu
 : "${MEMBER:?}" "${KUBIT_STORE_CLUSTER:?}"
 pki=/state/pki
-exec node /opt/kubit/packages/store/dist/src/main.js \
+exec node /opt/kubit/packages/store/dist/src/main.bundle.mjs \
   --name="$MEMBER" \
   --data-dir=/var/lib/kubit-store/data \
   --listen-client-urls=https://0.0.0.0:2379 \

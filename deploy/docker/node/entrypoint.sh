@@ -56,10 +56,10 @@ done
 [ -S "$run/containerd.sock" ] || { log "containerd did not create its socket"; exit 1; }
 
 kubeconfig=$state/kubeconfigs/kubelet-$NODE_NAME
-node /opt/kubit-docker/route-sync.mjs --kubeconfig "$kubeconfig" --node-name "$NODE_NAME" &
+node $kubit/deploy/docker/node/route-sync.mjs --kubeconfig "$kubeconfig" --node-name "$NODE_NAME" &
 
 log "starting kubit-kubelet at $NODE_IP"
-exec node $kubit/packages/kubelet/dist/src/main.js \
+exec node $kubit/packages/kubelet/dist/src/main.bundle.mjs \
   --kubeconfig="$kubeconfig" \
   --container-runtime-endpoint="unix://$run/containerd.sock" \
   --hostname-override="$NODE_NAME" \

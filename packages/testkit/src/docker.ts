@@ -1,9 +1,9 @@
-import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startProcess, type TestProcess, tempDir, waitFor } from './process.js';
+import { repoRoot, startProcess, TestProcess, tempDir, waitFor } from './process.js';
 
 const run = promisify(execFile);
 
@@ -15,6 +15,8 @@ const DOCKERD_BIN = '/usr/sbin/dockerd';
  * other dockerd on the machine. Started and stopped by PID.
  */
 export interface TestDockerEngine {
+  /** The directory holding the data root, exec root, socket, PID file and log. */
+  readonly dir: string;
   /** "unix:///…/docker.sock", for DOCKER_HOST. */
   readonly host: string;
   readonly socket: string;
@@ -39,7 +41,16 @@ async function unmountUnder(dir: string): Promise<void> {
   for (const m of mounts) await run('umount', ['-l', m]).catch(() => undefined);
 }
 
-export async function startDockerEngine(opts: { startTimeoutMs?: number } = {}): Promise<TestDockerEngine> {
+export interface DockerEngineOptions {
+  startTimeoutMs?: number;
+  /**
+   * Let dockerd outlive the test process (for a post-mortem: KUBIT_KEEP_CLUSTER=1).
+   * By default a test process that exits without stopping it kills it.
+   */
+  outliveTest?: boolean;
+}
+
+export async function startDockerEngine(opts: DockerEngineOptions = {}): Promise<TestDockerEngine> {
   if (!existsSync(DOCKERD_BIN)) {
     throw new Error(`${DOCKERD_BIN} is missing: install Debian's docker.io package`);
   }
@@ -50,21 +61,27 @@ export async function startDockerEngine(opts: { startTimeoutMs?: number } = {}):
   const socket = join(dir.path, 'docker.sock');
   const host = `unix://${socket}`;
   const logFile = join(dir.path, 'dockerd.log');
-  const proc = startProcess({
-    command: DOCKERD_BIN,
-    args: [
-      `--data-root=${dataRoot}`,
-      `--exec-root=${execRoot}`,
-      `--pidfile=${join(dir.path, 'dockerd.pid')}`,
-      `-H`,
-      host,
-      // Its own containerd (under the exec root), never the machine's or another test's.
-      `--containerd-namespace=kubit-test`,
-      `--containerd-plugins-namespace=kubit-test-plugins`,
-    ],
-    logFile,
-    name: 'dockerd',
-  });
+  const args = [
+    `--data-root=${dataRoot}`,
+    `--exec-root=${execRoot}`,
+    `--pidfile=${join(dir.path, 'dockerd.pid')}`,
+    `-H`,
+    host,
+    // Its own containerd (under the exec root), never the machine's or another test's.
+    `--containerd-namespace=kubit-test`,
+    `--containerd-plugins-namespace=kubit-test-plugins`,
+    // Nothing on the host outlives the engine: no docker0 bridge, no iptables
+    // chains, no ip_forward change (dockerd never removes them). Containers on a
+    // compose network still reach each other and the host, published ports go
+    // through docker-proxy and the embedded DNS works; only NAT to the outside
+    // is gone, which nothing here needs (images are built without network).
+    '--bridge=none',
+    '--iptables=false',
+    '--ip-forward=false',
+  ];
+  const proc = opts.outliveTest
+    ? startDetached(args, logFile)
+    : startProcess({ command: DOCKERD_BIN, args, logFile, name: 'dockerd' });
   const env = { ...process.env, DOCKER_HOST: host };
   const logTail = (lines = 20) =>
     existsSync(logFile) ? readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n') : '';
@@ -95,5 +112,17 @@ export async function startDockerEngine(opts: { startTimeoutMs?: number } = {}):
     await stop();
     throw err;
   }
-  return { host, socket, dataRoot, process: proc, env, logTail, stop };
+  return { dir: dir.path, host, socket, dataRoot, process: proc, env, logTail, stop };
+}
+
+/** dockerd in its own session, logging straight to its file, not killed when the test process exits. */
+function startDetached(args: string[], logFile: string): TestProcess {
+  const log = openSync(logFile, 'a');
+  try {
+    const child = spawn(DOCKERD_BIN, args, { cwd: repoRoot, detached: true, stdio: ['ignore', log, log] });
+    child.unref();
+    return new TestProcess(child, 'dockerd');
+  } finally {
+    closeSync(log);
+  }
 }

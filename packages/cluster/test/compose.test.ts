@@ -1,0 +1,442 @@
+// kubit-test: serial
+// docker-compose.yml, for real: a private Docker Engine (Debian's docker.io: its
+// own data root, exec root and socket, stopped by PID), the offline base image
+// from scripts/base-image (its root file system cached in /var/tmp between runs
+// on one machine), the images from deploy/docker/ and `docker-compose up` of
+// the unchanged file (settings through environment variables only): 3 store
+// members, the apiserver, scheduler, controller manager, a registry with the
+// test images and two kind-like nodes. The issue's manifest (examples/pod.yaml),
+// applied unchanged with `kubit apply -f` through the admin kubeconfig the
+// init service writes to the host, runs nginx with a pod IP that answers the
+// host (through a route to the node container) and a pod on the other node
+// (the node containers' route sync); its events come in the order users know;
+// `kubit logs` shows the request; `kubit delete pod` removes it and its
+// containers; kubectl works with the same kubeconfig. Then compose down -v and
+// the engine stops, leaving no container, mount, route, bridge or iptables rule.
+//
+// KUBIT_KEEP_CLUSTER=1 leaves the engine and the cluster running for a post-mortem.
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it, type TestContext } from 'node:test';
+import { promisify } from 'node:util';
+import { freePort, startDockerEngine, type TestDockerEngine } from '@kubit/testkit';
+import { clientPod, httpGet, kubitCli, repoRoot, waitFor } from './helpers.js';
+
+const run = promisify(execFile);
+const cli = kubitCli;
+const manifest = join(repoRoot, 'examples', 'pod.yaml');
+/** scripts/base-image keeps the base image's root file system here, named by a key of its inputs. */
+const baseImageCache = '/var/tmp/kubit-base-image';
+const keepCluster = process.env.KUBIT_KEEP_CLUSTER === '1';
+
+/** Debian's docker-compose 1.29 (what ./scripts/test installs), else the `docker compose` plugin. */
+async function composeCommand(): Promise<string[] | undefined> {
+  if (existsSync('/usr/bin/docker-compose')) return ['/usr/bin/docker-compose'];
+  try {
+    await run('docker', ['compose', 'version']);
+    return ['docker', 'compose'];
+  } catch {
+    return undefined;
+  }
+}
+
+/** A missing prerequisite is a failure, not a skip: ./scripts/test installs them all. */
+async function prerequisitesProblem(): Promise<string | undefined> {
+  if (process.getuid?.() !== 0) return 'the compose end-to-end test needs root (dockerd, host routes)';
+  const path = (process.env.PATH ?? '').split(':');
+  const onPath = (cmd: string) => path.some((dir) => existsSync(join(dir, cmd)));
+  const missing = [
+    ...['/usr/sbin/dockerd', '/usr/bin/kubectl'].filter((f) => !existsSync(f)),
+    ...['docker', 'debootstrap', 'pnpm', 'ip', 'iptables-save'].filter((c) => !onPath(c)),
+  ];
+  if (!(await composeCommand())) missing.push('docker-compose');
+  return missing.length > 0
+    ? `the compose end-to-end test needs ${missing.join(', ')} (./scripts/test installs them: apt-get install -y docker.io docker-compose debootstrap)`
+    : undefined;
+}
+
+/** Runs a program to the end; rejects with the end of its output when it fails or outlives timeoutMs. */
+function exec(program: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<string> {
+  return new Promise((res, rej) => {
+    const child = spawn(program, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c;
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      out += c;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) res(out);
+      else rej(new Error(`${program} ${args.join(' ')} failed (${signal ?? code}):\n${out.slice(-4000)}`));
+    });
+  });
+}
+
+/** A 172.28.x.0/24 for the compose network and a 10.x.0.0/16 for pods that no route here touches. */
+async function freeNetworks(): Promise<{ net: string; clusterCidr: string }> {
+  const { stdout } = await run('ip', ['-4', 'route']);
+  const nets = Array.from({ length: 200 }, (_, i) => `172.28.${50 + i}`).filter(
+    (n) => !stdout.includes(`${n}.`),
+  );
+  const pods = Array.from({ length: 16 }, (_, i) => `10.${224 + i}`).filter((n) => !stdout.includes(`${n}.`));
+  if (nets.length === 0 || pods.length === 0)
+    throw new Error('no free address ranges for the compose cluster');
+  const pick = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)];
+  return { net: pick(nets), clusterCidr: `${pick(pods)}.0.0/16` };
+}
+
+/** What a test could leave behind on the host, one line each: routes, links, iptables rules and mounts. */
+async function hostState(): Promise<Set<string>> {
+  const lines = (text: string, prefix: string) =>
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .map((l) => `${prefix} ${l}`);
+  const routes = (await run('ip', ['-4', 'route'])).stdout;
+  // Names only: counters, indexes and states change by themselves.
+  const links = (await run('ip', ['-o', 'link'])).stdout
+    .split('\n')
+    .map((l) => l.split(':')[1]?.trim().split('@')[0])
+    .filter((l): l is string => !!l)
+    .join('\n');
+  const rules = (await run('iptables-save')).stdout
+    .split('\n')
+    .filter((l) => !l.startsWith('#'))
+    .map((l) => l.replace(/\[\d+:\d+\]/, ''))
+    .join('\n');
+  const mounts = readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[1] ?? '')
+    .join('\n');
+  return new Set([
+    ...lines(routes, 'route'),
+    ...lines(links, 'link'),
+    ...lines(rules, 'iptables'),
+    ...lines(mounts, 'mount'),
+  ]);
+}
+
+describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }, () => {
+  let engine: TestDockerEngine | undefined;
+  let work = '';
+  let env: NodeJS.ProcessEnv = {};
+  let compose: string[] = [];
+  let composeUp = false;
+  let net = '';
+  let clusterCidr = '';
+  let hostBefore = new Set<string>();
+  let ours = /$^/;
+  const hostRoutes: string[] = [];
+  let kubeconfig = '';
+
+  const composeRun = (args: string[], timeoutMs: number) =>
+    exec(compose[0], [...compose.slice(1), ...args], env, timeoutMs);
+  const docker = (args: string[]) => exec('docker', args, env, 60_000);
+  /** Runs a command-line tool with the admin kubeconfig the init service wrote; rejects with its stderr. */
+  const tool = (program: string, prefix: string[], args: string[], input?: string): Promise<string> =>
+    new Promise((res, rej) => {
+      const child = execFile(
+        program,
+        [...prefix, '--kubeconfig', kubeconfig, ...args],
+        { cwd: repoRoot, env: { ...process.env, NO_COLOR: '1' }, maxBuffer: 16 << 20 },
+        (err, stdout, stderr) =>
+          err ? rej(new Error(`${program} ${args.join(' ')}: ${stderr || err.message}`)) : res(stdout),
+      );
+      child.stdin?.end(input ?? '');
+    });
+  const kubectl = (args: string[]) => tool('kubectl', [], args);
+  const kubit = (args: string[], input?: string) =>
+    tool(process.execPath, ['--conditions=kubit-source', '--import', 'tsx', cli], args, input);
+  /** Containers (not sandboxes) the node container's containerd holds for a pod. */
+  const containersOf = async (node: string, pod: string): Promise<string[]> => {
+    const container = (await composeRun(['ps', '-q', node], 60_000)).trim();
+    const out = await docker([
+      'exec',
+      container,
+      'ctr',
+      '-n',
+      'k8s.io',
+      'containers',
+      'ls',
+      '-q',
+      `labels."io.kubernetes.pod.name"==${pod},labels."io.cri-containerd.kind"==container`,
+    ]);
+    return out.split('\n').filter(Boolean);
+  };
+
+  /** Each step builds on the one before: once one fails, the rest fail at once instead of waiting out their timeouts. */
+  let failedStep: string | undefined;
+  const step = (name: string, fn: (t: TestContext) => Promise<void>) =>
+    it(name, async (t) => {
+      if (failedStep) throw new Error(`not run: an earlier step failed (${failedStep})`);
+      try {
+        await fn(t);
+      } catch (err) {
+        failedStep = name;
+        throw err;
+      }
+    });
+
+  before(async () => {
+    const problem = await prerequisitesProblem();
+    if (problem) throw new Error(problem);
+    compose = (await composeCommand()) ?? [];
+    hostBefore = await hostState();
+    work = await mkdtemp(join(tmpdir(), 'kubit-compose-'));
+    kubeconfig = join(work, 'state', 'kubeconfig');
+    engine = await startDockerEngine({ outliveTest: keepCluster });
+  });
+
+  after(async () => {
+    if (keepCluster && engine) {
+      const settings = Object.entries(env)
+        .filter(([k]) =>
+          /^(KUBIT_COMPOSE_|KUBIT_CLUSTER_CIDR|KUBIT_APISERVER_PORT|COMPOSE_PROJECT_NAME|DOCKER_HOST)/.test(
+            k,
+          ),
+        )
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ');
+      const routes = hostRoutes.map((r) => `ip route del ${r}; `).join('');
+      process.stderr.write(
+        [
+          'KUBIT_KEEP_CLUSTER=1: the engine and the cluster are still running.',
+          `  export ${settings}`,
+          `  kubectl --kubeconfig ${kubeconfig} get pods -A; docker-compose ps`,
+          `  clean up: ${routes}docker-compose down -v; kill ${engine.process.pid}; rm -rf ${engine.dir} ${work}`,
+          '',
+        ].join('\n'),
+      );
+      return;
+    }
+    for (const r of hostRoutes.splice(0)) await run('ip', ['route', 'del', r]).catch(() => undefined);
+    if (composeUp) {
+      await composeRun(['down', '-v', '--timeout', '5'], 180_000).catch((err: Error) =>
+        process.stderr.write(`compose down in clean-up failed: ${err.message}\n`),
+      );
+    }
+    await engine?.stop();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  step('the base image, the images and `compose up` need no registry on the internet', async (t) => {
+    if (!engine) throw new Error('no docker engine');
+    const started = Date.now();
+    const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
+    const base = await exec(
+      join(repoRoot, 'scripts', 'base-image'),
+      ['--cache-dir', baseImageCache],
+      engine.env,
+      900_000,
+    );
+    for (const line of base.trim().split('\n')) t.diagnostic(line);
+    t.diagnostic(`base image ready (${elapsed()})`);
+    const context = join(work, 'context');
+    await exec(join(repoRoot, 'deploy', 'docker', 'stage-context.sh'), [context], process.env, 300_000);
+    t.diagnostic(`staged the build context (${elapsed()})`);
+    const networks = await freeNetworks();
+    net = networks.net;
+    clusterCidr = networks.clusterCidr;
+    const literal = (x: string) => x.replace(/[./]/g, '\\$&');
+    ours = new RegExp(
+      [
+        'docker',
+        String.raw`\bbr-[0-9a-f]{12}\b`,
+        String.raw`\bveth[0-9a-f]{7}\b`,
+        literal(`${net}.`),
+        literal(`${clusterCidr.split('.').slice(0, 2).join('.')}.`),
+        literal(work),
+        literal(engine.dataRoot.replace(/\/data$/, '')),
+      ].join('|'),
+      'i',
+    );
+    env = {
+      ...engine.env,
+      COMPOSE_PROJECT_NAME: `kubittest${process.pid}`,
+      KUBIT_COMPOSE_CONTEXT: context,
+      KUBIT_COMPOSE_STATE: join(work, 'state'),
+      KUBIT_COMPOSE_NET: net,
+      KUBIT_CLUSTER_CIDR: clusterCidr,
+      KUBIT_APISERVER_PORT: String(await freePort()),
+    };
+    await composeRun(['build'], 600_000);
+    t.diagnostic(`built the images (${elapsed()})`);
+    composeUp = true;
+    // `up -d` returns once every service started in order, each after its dependencies were healthy.
+    await composeRun(['up', '-d'], 600_000);
+    t.diagnostic(`compose up (${elapsed()})`);
+  });
+
+  let nodes: string[][] = [];
+  step(
+    'both nodes are Ready with pod subnets; kubectl works with the admin kubeconfig on the host',
+    async (t) => {
+      assert.ok(existsSync(kubeconfig), 'the init service wrote the admin kubeconfig to the host');
+      nodes = await waitFor(
+        'two Ready nodes with pod subnets',
+        async () => {
+          const out = await kubit([
+            'get',
+            'nodes',
+            '-o',
+            'jsonpath={range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}',
+          ]);
+          const rows = out
+            .trim()
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => l.split(' '));
+          return rows.length === 2 && rows.every((r) => r[1] && r[2] === 'True') ? rows : undefined;
+        },
+        240_000,
+      );
+      assert.deepEqual(
+        nodes.map((r) => r[0]),
+        ['node-1', 'node-2'],
+      );
+      const clusterPrefix = clusterCidr.split('.').slice(0, 2).join('.');
+      for (const [name, cidr] of nodes) {
+        assert.ok(cidr.startsWith(`${clusterPrefix}.`), `${name}'s podCIDR ${cidr} is in ${clusterCidr}`);
+        // The host reaches the pods of a node through that node container's address.
+        const via = `${net}.${name === 'node-1' ? 21 : 22}`;
+        await run('ip', ['route', 'replace', cidr, 'via', via]);
+        hostRoutes.push(cidr);
+      }
+      const table = await kubectl(['get', 'nodes', '-o', 'wide']);
+      assert.match(table, /node-1\s+Ready/);
+      assert.match(table, /node-2\s+Ready/);
+      assert.match(table, new RegExp(`${net.replace(/\./g, '\\.')}\\.21`), 'node-1 has its compose address');
+      for (const line of (await composeRun(['ps'], 60_000)).trim().split('\n')) t.diagnostic(line);
+    },
+  );
+
+  let appIp = '';
+  let appNode = '';
+  step(
+    'kubit apply -f examples/pod.yaml: Running with a pod IP that answers the host and a pod on the other node',
+    async () => {
+      assert.equal(
+        (await kubit(['apply', '-f', manifest])).trim(),
+        'pod/my-application created',
+        'the manifest of issue 9, unchanged',
+      );
+      [appIp, appNode] = await waitFor(
+        'my-application to run with an IP',
+        async () => {
+          const out = await kubit([
+            'get',
+            'pod',
+            'my-application',
+            '-o',
+            'jsonpath={.status.phase} {.status.podIP} {.spec.nodeName}',
+          ]);
+          const [phase, podIp, nodeName] = out.trim().split(' ');
+          return phase === 'Running' && podIp ? [podIp, nodeName] : undefined;
+        },
+        180_000,
+      );
+      const nodeCidr = nodes.find(([n]) => n === appNode)?.[1] ?? '';
+      assert.ok(
+        appIp.startsWith(`${nodeCidr.split('.').slice(0, 3).join('.')}.`),
+        `pod IP ${appIp} is in ${appNode}'s ${nodeCidr}`,
+      );
+      const res = await waitFor('nginx to answer the host', () => httpGet(`http://${appIp}/`), 30_000);
+      assert.equal(res.status, 200);
+      assert.match(res.body, /Welcome to nginx/);
+
+      // `kubit logs` shows nginx's access line for that request.
+      const logs = await waitFor(
+        'the access line in kubit logs',
+        async () => {
+          const l = await kubit(['logs', 'my-application']);
+          return /"GET \/ HTTP\/1\.1" 200/.test(l) ? l : undefined;
+        },
+        30_000,
+      );
+      assert.match(logs, /GET \/ HTTP\/1\.1/);
+
+      // A pod on the other node container reaches nginx by its pod IP (the nodes' route sync).
+      const other = appNode === 'node-1' ? 'node-2' : 'node-1';
+      await kubit(['apply', '-f', '-'], clientPod(other, appIp));
+      const phase = await waitFor(
+        'the client pod to finish',
+        async () => {
+          const p = (await kubit(['get', 'pod', 'client', '-o', 'jsonpath={.status.phase}'])).trim();
+          return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+        },
+        120_000,
+      );
+      assert.equal(phase, 'Succeeded', await kubit(['logs', 'client']).catch((e: Error) => e.message));
+      assert.match(await kubit(['logs', 'client']), /Welcome to nginx/);
+    },
+  );
+
+  step('kubit describe pod lists Scheduled, Pulling, Pulled, Created and Started in that order', async () => {
+    const order = ['Scheduled', 'Pulling', 'Pulled', 'Created', 'Started'];
+    const described = await waitFor(
+      'the five events in kubit describe',
+      async () => {
+        const out = await kubit(['describe', 'pod', 'my-application']);
+        const events = out.slice(out.indexOf('\nEvents:'));
+        return order.every((r) => new RegExp(`\\b${r}\\b`).test(events)) ? events : undefined;
+      },
+      30_000,
+    );
+    const reasons = described
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/)[1])
+      .filter((r) => order.includes(r));
+    assert.deepEqual(reasons, order, described);
+    assert.match(described, new RegExp(`Successfully assigned default/my-application to ${appNode}`));
+    assert.match(described, /Pulling image "nginx:latest"/);
+  });
+
+  step('kubit delete pod removes the pod and its containers', async () => {
+    assert.ok((await containersOf(appNode, 'my-application')).length > 0, 'nginx has a container before');
+    assert.match(await kubit(['delete', 'pod', 'my-application']), /pod "my-application" deleted/);
+    await assert.rejects(kubit(['get', 'pod', 'my-application']), /NotFound|not found/);
+    await waitFor(
+      'the containers of my-application to be removed',
+      async () => ((await containersOf(appNode, 'my-application')).length === 0 ? true : undefined),
+      60_000,
+    );
+    await kubit(['delete', 'pod', 'client', '--wait=false']);
+    await waitFor(
+      'the pods to be gone',
+      async () => ((await kubit(['get', 'pods', '-o', 'name'])).trim() === '' ? true : undefined),
+      120_000,
+    );
+  });
+
+  step('compose down -v and the engine stop leave nothing behind on the host', async () => {
+    if (!engine) throw new Error('no docker engine');
+    if (keepCluster) return;
+    for (const r of hostRoutes.splice(0)) await run('ip', ['route', 'del', r]);
+    await composeRun(['down', '-v', '--timeout', '5'], 180_000);
+    composeUp = false;
+    assert.equal((await docker(['ps', '-aq'])).trim(), '', 'no containers are left');
+    assert.equal((await docker(['volume', 'ls', '-q'])).trim(), '', 'no volumes are left');
+    const networks = (await docker(['network', 'ls', '--format', '{{.Name}}'])).trim().split('\n');
+    assert.deepEqual(
+      networks.filter((n) => n.startsWith('kubittest')).sort(),
+      [],
+      'no compose network is left',
+    );
+    const { dataRoot } = engine;
+    await engine.stop();
+    assert.ok(!existsSync(dataRoot), 'the engine removed its data root');
+    // Only what names Docker, the test's networks or its directories counts, so that
+    // another engineer's test on a shared machine cannot fail this one (under
+    // ./scripts/test a serial file runs alone anyway).
+    const left = [...(await hostState())].filter((l) => !hostBefore.has(l) && ours.test(l));
+    assert.deepEqual(left, [], 'routes, links, iptables rules or mounts the cluster left behind');
+  });
+});
