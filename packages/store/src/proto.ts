@@ -6,6 +6,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import {
+  decodePutRequest,
+  decodeRangeRequest,
+  encodePutResponse,
+  encodeRangeResponse,
+  encodeWatchResponse,
+  type OutgoingWatchResponse,
+} from './wire/etcd.js';
+import { decodeRaftBatch, encodeRaftBatch, type RaftStreamBatch } from './wire/raft.js';
 
 // src/proto.ts and dist/src/proto.js sit at different depths: walk up to the package's proto/.
 function findProtoRoot(): string {
@@ -39,11 +48,49 @@ export const etcdServices = {
   Cluster: loaded.etcdserverpb.Cluster,
   Maintenance: loaded.etcdserverpb.Maintenance,
 };
+type MethodCodecs = Partial<
+  Pick<grpc.MethodDefinition<unknown, unknown>, 'requestDeserialize' | 'responseSerialize'>
+>;
+
+/** A copy of a service definition whose named methods use other (hand-written) codecs on the server side. */
+function withServerCodecs(
+  service: grpc.ServiceDefinition,
+  overrides: Record<string, MethodCodecs>,
+): grpc.ServiceDefinition {
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = { ...service };
+  for (const [name, codecs] of Object.entries(overrides)) {
+    if (!service[name]) throw new Error(`proto: service has no method ${name}`);
+    out[name] = { ...service[name], ...codecs };
+  }
+  return out as grpc.ServiceDefinition;
+}
+
+/**
+ * The services as this member serves them: the hottest requests and
+ * responses use the hand-written codecs of wire/etcd.ts (same bytes on the wire).
+ */
+export const serverServices = {
+  KV: withServerCodecs(etcdServices.KV.service, {
+    Put: {
+      requestDeserialize: (b: Buffer) => decodePutRequest(b),
+      responseSerialize: (m: unknown) => encodePutResponse(m as PutResponse),
+    },
+    Range: {
+      requestDeserialize: (b: Buffer) => decodeRangeRequest(b),
+      responseSerialize: (m: unknown) => encodeRangeResponse(m as RangeResponse),
+    },
+  }),
+  Watch: withServerCodecs(etcdServices.Watch.service, {
+    Watch: { responseSerialize: (m: unknown) => encodeWatchResponse(m as OutgoingWatchResponse) },
+  }),
+};
+
 /**
  * kubitstore.RaftPeer as written in store.proto, plus Stream: a long-lived
  * bidi stream of RaftBatch (out) and RaftAck (back), so that peer traffic does
  * not pay a whole unary call (HTTP/2 stream, headers, trailers) per batch. It
- * reuses Send's message types; defined here so store.proto stays as it is.
+ * reuses Send's message types (encoded by hand, straight from raft's types:
+ * see wire/raft.ts); defined here so store.proto stays as it is.
  */
 function raftPeerService(): grpc.ServiceClientConstructor {
   const base = loaded.kubitstore.RaftPeer.service;
@@ -52,8 +99,8 @@ function raftPeerService(): grpc.ServiceClientConstructor {
     path: '/kubitstore.RaftPeer/Stream',
     requestStream: true,
     responseStream: true,
-    requestSerialize: send.requestSerialize,
-    requestDeserialize: send.requestDeserialize,
+    requestSerialize: (b: unknown) => encodeRaftBatch(b as RaftStreamBatch),
+    requestDeserialize: (buf: Buffer) => decodeRaftBatch(buf),
     responseSerialize: send.responseSerialize,
     responseDeserialize: send.responseDeserialize,
     originalName: 'Stream',

@@ -36,12 +36,28 @@ class GatedDb {
     this.gate = undefined;
   }
 
-  /** The Level instance with batch() routed through the gate. */
+  /** The Level instance with batch() (array and chained forms) routed through the gate. */
   wrapped(): Db {
-    const batch = async (ops: BatchOp[], opts?: { sync?: boolean }) => {
+    const write = async (ops: BatchOp[], opts?: { sync?: boolean }) => {
       if (opts?.sync && this.gate) await this.gate;
       if (opts?.sync) this.syncedWrites++;
       return this.db.batch(ops, opts ?? {});
+    };
+    const batch = (ops?: BatchOp[], opts?: { sync?: boolean }) => {
+      if (ops) return write(ops, opts);
+      const queued: BatchOp[] = [];
+      const chained = {
+        put: (key: Buffer, value: Buffer) => {
+          queued.push({ type: 'put', key, value });
+          return chained;
+        },
+        del: (key: Buffer) => {
+          queued.push({ type: 'del', key });
+          return chained;
+        },
+        write: (o?: { sync?: boolean }) => write(queued, o),
+      };
+      return chained;
     };
     return new Proxy(this.db, {
       get: (target, prop) => {

@@ -15,6 +15,7 @@ import type {
   TxnRequest,
   TxnResponse,
 } from '../proto.js';
+import { valueArena } from '../wire/arena.js';
 import { keyBuffer, keyString, toKeyRange } from './keys.js';
 import type { KvRecord, MvccState, WriteTxn } from './store.js';
 
@@ -122,7 +123,7 @@ function checkPut(state: MvccState, req: PutRequest): void {
 export function put(state: MvccState, tx: WriteTxn, req: PutRequest): PutResponse {
   const key = keyString(req.key);
   const current = state.get(key);
-  const value = req.ignore_value && current ? current.value : Buffer.from(req.value ?? EMPTY);
+  const value = req.ignore_value && current ? current.value : valueArena.copy(req.value ?? EMPTY);
   const lease = req.ignore_lease && current ? current.lease : String(req.lease ?? '0');
   const { prev } = tx.put(key, value, lease);
   const resp: PutResponse = { header: { revision: tx.rev } };

@@ -35,6 +35,8 @@ export interface MachineListener {
   onLeaseGranted?(id: string, ttl: number): void;
   onLeaseRevoked?(id: string): void;
   onCompacted?(rev: number): void;
+  /** The node finished applying a batch of committed entries (watchers get their events now). */
+  onApplied?(): void;
 }
 
 export interface MachineOptions {
@@ -104,11 +106,8 @@ export class StateMachine {
           else if (cmd.delete_range) value = kv.deleteRange(tx, cmd.delete_range);
           else if (cmd.txn) value = kv.txn(s, tx, cmd.txn);
           tx.commit();
-          ops.push(...tx.ops);
-          if (tx.changed) {
-            ops.push({ type: 'put', key: metaKey('rev'), value: Buffer.from(String(tx.rev)) });
-            this.listener.onChanges?.(tx.events, tx.rev);
-          }
+          for (const op of tx.ops) ops.push(op);
+          if (tx.changed) this.listener.onChanges?.(tx.events, tx.rev);
           return { ok: true, value, rev: s.rev };
         }
         case 'compaction': {
@@ -185,6 +184,19 @@ export class StateMachine {
   appliedOp(index: number): BatchOp {
     this.appliedIndex = index;
     return { type: 'put', key: metaKey('applied'), value: Buffer.from(String(index)) };
+  }
+
+  /**
+   * The applied index and revision as they stand, for the batch that writes
+   * the applied state up to here. (The revision is also the newest record's,
+   * or the compaction point; it is written for a store whose newest records
+   * were compacted away.)
+   */
+  stateOps(ops: BatchOp[]): void {
+    ops.push(
+      { type: 'put', key: metaKey('rev'), value: Buffer.from(String(this.mvcc.rev)) },
+      { type: 'put', key: metaKey('applied'), value: Buffer.from(String(this.appliedIndex)) },
+    );
   }
 
   /** The whole state as bytes, for a raft snapshot. */

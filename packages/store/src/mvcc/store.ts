@@ -3,6 +3,7 @@
 // level on start) so reads never wait for disk; every change also yields the
 // level operations that make it durable, which the caller writes in a batch.
 import { Errors } from '../errors.js';
+import { valueArena } from '../wire/arena.js';
 import { inRange, type KeyRange, keyBuffer, lowerBound } from './keys.js';
 
 /** One version of one key. version === 0 marks a deletion (tombstone). */
@@ -79,7 +80,7 @@ export function decodeRecord(b: Buffer): KvRecord {
   const keyLen = b.readUInt32BE(29 + leaseLen);
   const keyStart = 33 + leaseLen;
   const key = b.toString('latin1', keyStart, keyStart + keyLen);
-  const value = Buffer.from(b.subarray(keyStart + keyLen));
+  const value = valueArena.copy(b.subarray(keyStart + keyLen));
   return { key, value, create, mod, sub, version, lease };
 }
 

@@ -5,7 +5,8 @@ import type { Db } from '../mvcc/machine.js';
 import type { BatchOp } from '../mvcc/store.js';
 import { codecs } from '../proto.js';
 import type { ConfState, Entry, HardState, LogStorage, Snapshot, SnapshotMeta } from '../raft/types.js';
-import { decodeHardState, encodeHardState, entryFromWire, entryToWire } from './wire.js';
+import { decodeEntry, encodeEntry } from '../wire/raft.js';
+import { decodeHardState, encodeHardState } from './wire.js';
 
 const ENTRY = 0x65; // 'e' + index(8)
 const HARD_STATE = Buffer.from('h');
@@ -54,7 +55,7 @@ export class RaftLog implements LogStorage {
       gt: entryKey(this.snapMeta.index),
       lt: Buffer.from([ENTRY + 1]),
     })) {
-      const e = entryFromWire(codecs.entry.decode(v));
+      const e = decodeEntry(v);
       if (e.index !== this.lastIndex() + 1) break;
       this.entriesMem.push(e);
     }
@@ -109,8 +110,7 @@ export class RaftLog implements LogStorage {
   persistOps(hardState: HardState | undefined, entries: Entry[], ops: BatchOp[]): void {
     if (hardState) ops.push({ type: 'put', key: HARD_STATE, value: encodeHardState(hardState) });
     if (entries.length === 0) return;
-    for (const e of entries)
-      ops.push({ type: 'put', key: entryKey(e.index), value: codecs.entry.encode(entryToWire(e)) });
+    for (const e of entries) ops.push({ type: 'put', key: entryKey(e.index), value: encodeEntry(e) });
     // A new leader may overwrite a suffix: drop what lies past the new last entry.
     const newLast = entries[entries.length - 1].index;
     for (let i = newLast + 1; i <= this.lastIndex(); i++) ops.push({ type: 'del', key: entryKey(i) });

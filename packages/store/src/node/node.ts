@@ -2,6 +2,12 @@
 // persist hard state + entries in ONE synced level batch (group commit: every
 // proposal that arrived meanwhile shares that fsync), send messages, apply
 // committed entries, answer waiting clients, advance.
+//
+// The applied state's level operations are not written per Ready: they ride
+// along with the next batch that must be written anyway (new entries), or go
+// out within FLUSH_DELAY_MS. Nothing depends on them being on disk: the log
+// holds every committed entry, and a restart replays the log past the applied
+// index found on disk (written in the same batch as the state it describes).
 import type { Logger } from '@kubit/daemon';
 import { Errors, type EtcdError } from '../errors.js';
 import type { ApplyResult, Db, StateMachine } from '../mvcc/machine.js';
@@ -9,11 +15,35 @@ import type { BatchOp } from '../mvcc/store.js';
 import { type Command, codecs, type MemberInfo } from '../proto.js';
 import { decodeConfChange } from '../raft/index.js';
 import type { ConfChange, ConfState, Entry, Message, Ready, SoftState } from '../raft/types.js';
+import { logArena } from '../wire/arena.js';
+import { decodeCommand, encodeCommand } from '../wire/command.js';
 import type { RaftLog } from './log.js';
 import type { RawNodeFactory, RawNodeLike } from './rawnode.js';
 
 const ENTRY_CONF_CHANGE = 1;
 const REQUEST_TIMEOUT_MS = 7000;
+/** Longest an applied change waits before it is written to level without a log write to ride on. */
+const FLUSH_DELAY_MS = 50;
+/** Unwritten applied-state operations beyond this are written at once. */
+const MAX_UNWRITTEN_OPS = 20_000;
+
+/**
+ * Messages that forward a client request to the leader promise nothing about
+ * this member's log or vote: they may leave before this Ready's write.
+ */
+function isForwardedRequest(m: Message): boolean {
+  return m.type === 'MsgProp' || m.type === 'MsgReadIndex' || m.type === 'MsgTransferLeader';
+}
+
+/** One level batch through the chained API (about half the CPU of the array form per operation). */
+export function writeOps(db: Db, ops: BatchOp[], sync: boolean): Promise<void> {
+  const batch = db.batch();
+  for (const op of ops) {
+    if (op.type === 'put') batch.put(op.key, op.value);
+    else batch.del(op.key);
+  }
+  return batch.write({ sync });
+}
 
 export interface NodeOptions {
   id: string;
@@ -59,6 +89,14 @@ export class RaftNode {
   private readSeq = 0;
   private lastSnapshotIndex = 0;
   private stopped = false;
+  /** Level operations of applied entries (and commit-only hard states) not yet written. */
+  private unwritten: BatchOp[] = [];
+  /** The applied index last written to level. */
+  private writtenApplied = 0;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private flushDue = false;
+  /** The loop's current run, so a shutdown can wait for its write. */
+  private running: Promise<void> = Promise.resolve();
   soft: SoftState = { lead: '', state: 'follower' };
   term = 0;
   commitIndex = 0;
@@ -83,6 +121,7 @@ export class RaftNode {
   start(): void {
     const { log, machine } = this.opts;
     this.lastSnapshotIndex = log.firstIndex() - 1;
+    this.writtenApplied = machine.appliedIndex;
     this.term = log.hardState.term;
     this.commitIndex = log.hardState.commit;
     log.snapshotSource = () => {
@@ -113,11 +152,22 @@ export class RaftNode {
   stop(): void {
     this.stopped = true;
     if (this.ticker) clearInterval(this.ticker);
+    if (this.flushTimer) clearTimeout(this.flushTimer);
     for (const w of this.waiters.values()) {
       clearTimeout(w.timer);
       w.resolve({ ok: false, error: Errors.stopped() });
     }
     this.waiters.clear();
+  }
+
+  /**
+   * After stop(): waits for the loop's last write, then writes the applied
+   * state still held in memory (so a restart replays less of the log).
+   */
+  async drain(): Promise<void> {
+    await this.running;
+    if (this.unwritten.length === 0 && this.writtenApplied === this.opts.machine.appliedIndex) return;
+    await writeOps(this.opts.db, this.takeUnwritten(), false);
   }
 
   /** A batch of raft messages from a peer. */
@@ -150,7 +200,8 @@ export class RaftNode {
     if (this.stopped) return Promise.resolve({ ok: false, error: Errors.stopped() });
     const id = String(this.nextId++);
     const full: Command = { ...cmd, origin: this.id, id };
-    const data = codecs.command.encode(full);
+    // Held in the in-memory log until compaction: copied to the log's own chunks.
+    const data = logArena.copy(encodeCommand(full));
     if (data.length > maxBytes) return Promise.resolve({ ok: false, error: Errors.requestTooLarge() });
     // The leader applies the very bytes it proposed: remember the decoded form.
     this.proposed.set(data, full);
@@ -213,7 +264,7 @@ export class RaftNode {
     }
     this.busy = true;
     setImmediate(() => {
-      void this.run();
+      this.running = this.run();
     });
   }
 
@@ -247,6 +298,10 @@ export class RaftNode {
         while (!this.stopped && this.raw.hasReady()) {
           await this.handleReady(this.raw.ready());
         }
+        if (this.flushDue && !this.stopped) {
+          this.flushDue = false;
+          if (this.unwritten.length > 0) await writeOps(this.opts.db, this.takeUnwritten(), false);
+        }
       } while (this.again && !this.stopped);
     } catch (err) {
       this.opts.logger.fatal({ err }, 'raft node loop failed; stopping to protect the data');
@@ -265,10 +320,13 @@ export class RaftNode {
     }
     // 1. Durable first: hard state, entries, snapshot, with one fsync.
     if (rd.snapshot && rd.snapshot.meta.index > 0) {
+      // What was applied before goes to disk first: the snapshot's state replaces it.
+      if (this.unwritten.length > 0) await writeOps(db, this.takeUnwritten(), false);
       await machine.restore(Buffer.from(rd.snapshot.data), rd.snapshot.meta.index);
+      this.writtenApplied = machine.appliedIndex;
       const ops: BatchOp[] = [];
       log.applySnapshotOps(rd.snapshot.meta, ops);
-      await db.batch(ops, { sync: true });
+      await writeOps(db, ops, true);
       log.applySnapshot(rd.snapshot.meta);
       this.lastSnapshotIndex = rd.snapshot.meta.index;
       this.opts.logger.info({ index: rd.snapshot.meta.index }, 'restored state from a snapshot');
@@ -276,22 +334,38 @@ export class RaftNode {
     }
     // A leader may send in parallel with its own write (raft allows it: its
     // entries count for commitment only once its own ack follows the write).
-    const sendEarly = this.isLeader;
-    if (sendEarly && rd.messages.length > 0) this.opts.send(rd.messages);
-    // Committed entries were already made durable on a quorum: apply them in
-    // memory now and put their effects in the same level batch as the new
-    // entries, so one synced write covers both (group commit) and the applied
-    // index can never run ahead of the log on disk.
-    const ops: BatchOp[] = [];
-    log.persistOps(rd.hardState, rd.entries, ops);
+    // Anyone may forward a client request at once: it promises nothing.
+    const early = this.isLeader ? rd.messages : rd.messages.filter(isForwardedRequest);
+    const late = this.isLeader ? [] : rd.messages.filter((m) => !isForwardedRequest(m));
+    if (early.length > 0) this.opts.send(early);
+    const logOps: BatchOp[] = [];
+    log.persistOps(rd.hardState, rd.entries, logOps);
     // Like etcd's MustSync: only new entries or a new term/vote need the fsync;
     // a commit index can be recovered from the others after a crash.
     const hs = rd.hardState;
     const durable =
       rd.entries.length > 0 ||
       (hs !== undefined && (hs.term !== log.hardState.term || hs.vote !== log.hardState.vote));
-    const answers = rd.committedEntries.length > 0 ? this.apply(rd.committedEntries, ops) : [];
-    // Answer before the write below when we may: an entry committed in an
+    // Start the write first, so that applying (CPU) overlaps with the fsync (disk).
+    const t0 = performance.now();
+    let writing: Promise<void> | undefined;
+    if (durable) {
+      // The applied state first: a newer hard state in logOps then wins.
+      const ops = this.takeUnwritten();
+      for (const op of logOps) ops.push(op);
+      writing = writeOps(db, ops, true);
+    }
+    // Committed entries were already made durable on a quorum: apply them in
+    // memory now; their level operations wait in `unwritten` for the next write.
+    let answers: [string, ApplyResult][] = [];
+    try {
+      answers = rd.committedEntries.length > 0 ? this.apply(rd.committedEntries, this.unwritten) : [];
+    } catch (err) {
+      // Never leave a write behind unobserved (its failure would be an unhandled rejection).
+      await writing?.catch(() => undefined);
+      throw err;
+    }
+    // Answer before the write completes when we may: an entry committed in an
     // earlier Ready is durable on a majority (this loop persists one Ready at a
     // time, so the leader's own copy from an earlier Ready is already on disk), and
     // reads are served from memory, which holds the applied state. Waiting for
@@ -306,8 +380,12 @@ export class RaftNode {
       this.answer(answers);
       this.releaseReadStates(rd);
     }
-    const t0 = performance.now();
-    if (ops.length > 0) await db.batch(ops, { sync: durable });
+    if (writing) await writing;
+    else {
+      for (const op of logOps) this.unwritten.push(op);
+      if (this.unwritten.length >= MAX_UNWRITTEN_OPS) await writeOps(db, this.takeUnwritten(), false);
+      else if (this.unwritten.length > 0) this.scheduleFlush();
+    }
     if (this.opts.logger.isLevelEnabled('trace')) {
       const ms = (performance.now() - t0).toFixed(1);
       this.opts.logger.trace(
@@ -317,7 +395,7 @@ export class RaftNode {
     }
     log.append(rd.hardState, rd.entries);
     // Followers answer only once what they promise is on disk.
-    if (!sendEarly && rd.messages.length > 0) this.opts.send(rd.messages);
+    if (late.length > 0) this.opts.send(late);
     if (!answerEarly) {
       this.answer(answers);
       this.releaseReadStates(rd);
@@ -325,6 +403,27 @@ export class RaftNode {
     // 4. Done with this batch.
     this.raw.advance(rd);
     await this.maybeCompactLog();
+  }
+
+  /** The unwritten operations plus the applied index and revision they bring the disk to. */
+  private takeUnwritten(): BatchOp[] {
+    const ops = this.unwritten;
+    this.unwritten = [];
+    const { machine } = this.opts;
+    if (machine.appliedIndex !== this.writtenApplied) {
+      machine.stateOps(ops);
+      this.writtenApplied = machine.appliedIndex;
+    }
+    return ops;
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer || this.stopped) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      this.flushDue = true;
+      this.kick();
+    }, FLUSH_DELAY_MS);
   }
 
   /** Reads whose ReadIndex round completed go on once that index is applied here. */
@@ -361,13 +460,14 @@ export class RaftNode {
       if (e.index <= machine.appliedIndex) continue;
       if (e.type === ENTRY_CONF_CHANGE) this.applyConfChange(e, ops);
       else if (e.data.length > 0) {
-        const cmd = this.proposed.get(e.data) ?? codecs.command.decode(Buffer.from(e.data));
+        const cmd = this.proposed.get(e.data) ?? decodeCommand(Buffer.from(e.data));
         const result = machine.applyCommand(cmd, ops);
         if (cmd.origin === this.id) done.push([String(cmd.id), result]);
       }
     }
     const last = entries[entries.length - 1];
-    if (last.index > machine.appliedIndex) ops.push(machine.appliedOp(last.index));
+    if (last.index > machine.appliedIndex) machine.appliedIndex = last.index;
+    machine.listener.onApplied?.();
     return done;
   }
 
@@ -433,13 +533,13 @@ export class RaftNode {
     const applied = machine.appliedIndex;
     if (applied - this.lastSnapshotIndex < this.opts.snapshotCount) return;
     // Make the applied state durable before the entries that rebuild it go away.
-    await db.batch([machine.appliedOp(applied)], { sync: true });
+    await writeOps(db, this.takeUnwritten(), true);
     // Keep a tail so slightly slow followers catch up from the log, not a snapshot.
     const keep = Math.min(5000, Math.floor(this.opts.snapshotCount / 2));
     const upTo = Math.max(applied - keep, log.firstIndex() - 1);
     const ops: BatchOp[] = [];
     log.compactOps(upTo, log.confState, ops);
-    if (ops.length > 0) await db.batch(ops);
+    if (ops.length > 0) await writeOps(db, ops, false);
     this.lastSnapshotIndex = applied;
   }
 

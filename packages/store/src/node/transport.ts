@@ -7,6 +7,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { type RaftBatch, RaftPeerService } from '../proto.js';
 import type { Message } from '../raft/types.js';
+import type { RaftStreamBatch } from '../wire/raft.js';
 import { messageToWire } from './wire.js';
 
 const MAX_QUEUED = 4096;
@@ -21,7 +22,7 @@ export interface PeerCallbacks {
 
 type PeerClient = grpc.Client & {
   Send(req: RaftBatch, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void): void;
-  Stream(opts: grpc.CallOptions): grpc.ClientDuplexStream<RaftBatch, unknown>;
+  Stream(opts: grpc.CallOptions): grpc.ClientDuplexStream<RaftStreamBatch, unknown>;
   LeaseRemaining(
     req: { ID: string },
     opts: grpc.CallOptions,
@@ -37,7 +38,7 @@ type PeerClient = grpc.Client & {
 class Peer {
   client: PeerClient;
   queue: Message[] = [];
-  stream: grpc.ClientDuplexStream<RaftBatch, unknown> | undefined;
+  stream: grpc.ClientDuplexStream<RaftStreamBatch, unknown> | undefined;
   /** The stream said it is full: wait for 'drain' (messages gather in the queue meanwhile). */
   blocked = false;
   /** No dialing before this time (a failed stream backs off). */
@@ -118,11 +119,11 @@ export class Transport {
     if (!stream) return;
     const batch = p.queue;
     p.queue = [];
-    const ok = stream.write({ cluster_id: this.clusterId, messages: batch.map(messageToWire) });
+    const ok = stream.write({ cluster_id: this.clusterId, messages: batch });
     if (!ok) p.blocked = true;
   }
 
-  private open(p: Peer): grpc.ClientDuplexStream<RaftBatch, unknown> | undefined {
+  private open(p: Peer): grpc.ClientDuplexStream<RaftStreamBatch, unknown> | undefined {
     const wait = p.redialAt - Date.now();
     if (wait > 0) {
       p.redialTimer ??= setTimeout(() => {

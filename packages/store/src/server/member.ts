@@ -11,7 +11,7 @@ import { Lessor } from '../node/lessor.js';
 import { RaftLog } from '../node/log.js';
 import { RaftNode } from '../node/node.js';
 import { Transport } from '../node/transport.js';
-import { codecs, etcdServices, type MemberInfo, RaftPeerService } from '../proto.js';
+import { codecs, etcdServices, type MemberInfo, RaftPeerService, serverServices } from '../proto.js';
 import { type ConfChange, EntryType, encodeConfChange, RawNode } from '../raft/index.js';
 import { clusterService, hashId, maintenanceService, memberId } from './cluster.js';
 import type { ServerContext } from './context.js';
@@ -203,6 +203,7 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
   const watchHub = new WatchHub(ctx);
   machine.listener = {
     onChanges: (events, rev) => watchHub.onChanges(events, rev),
+    onApplied: () => watchHub.flush(),
     onLeaseGranted: (id, ttl) => lessor.granted(id, ttl),
     onLeaseRevoked: (id) => lessor.revoked(id),
   };
@@ -230,8 +231,8 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.http2.min_ping_interval_without_data_ms': 5000,
   });
-  clientServer.addService(etcdServices.KV.service, kvService(ctx));
-  clientServer.addService(etcdServices.Watch.service, watchHub.service());
+  clientServer.addService(serverServices.KV, kvService(ctx));
+  clientServer.addService(serverServices.Watch, watchHub.service());
   clientServer.addService(etcdServices.Lease.service, leaseService(ctx));
   clientServer.addService(
     etcdServices.Cluster.service,
@@ -271,6 +272,9 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
       clientServer.forceShutdown();
       peerServer.forceShutdown();
       transport.close();
+      await node
+        .drain()
+        .catch((err: unknown) => log.warn({ err }, 'could not write the applied state on shutdown'));
       await db.close();
     },
   };

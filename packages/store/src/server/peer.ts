@@ -5,6 +5,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { Errors } from '../errors.js';
 import { messageFromWire } from '../node/wire.js';
 import type { RaftBatch } from '../proto.js';
+import type { RaftStreamBatch } from '../wire/raft.js';
 import { header, type ServerContext, toServiceError } from './context.js';
 
 const ACK_EVERY_MS = 20;
@@ -23,14 +24,14 @@ export function peerService(
         callback(toServiceError(err) as grpc.ServiceError);
       }
     },
-    Stream: (call: grpc.ServerDuplexStream<RaftBatch, unknown>) => {
+    Stream: (call: grpc.ServerDuplexStream<RaftStreamBatch, unknown>) => {
       // Acks tell the sender we are alive (its view of started members); one per
       // few tens of ms is plenty, and costs little next to the batches.
       let lastAck = 0;
-      call.on('data', (batch: RaftBatch) => {
+      call.on('data', (batch: RaftStreamBatch) => {
         try {
           if (batch.cluster_id) onClusterId(batch.cluster_id);
-          ctx.node.receive(batch.messages.map(messageFromWire));
+          ctx.node.receive(batch.messages);
         } catch (err) {
           // A malformed batch ends this stream; the sender dials again.
           call.destroy(err instanceof Error ? err : new Error(String(err)));

@@ -1,18 +1,45 @@
 // etcdserverpb.Watch: many watchers per bidi stream. History comes from the
 // MVCC state (every retained version), live events from the state machine
-// right after each revision is applied, so a watcher never misses or repeats
-// a revision.
+// right after each batch of committed entries is applied, so a watcher never
+// misses or repeats a revision. A watcher gets one response per applied batch
+// (holding every revision of the batch it wants, as etcd does for a watcher
+// catching up), and each change is encoded once for all the watchers it goes to.
 import type * as grpc from '@grpc/grpc-js';
 import { inRange, type KeyRange, toKeyRange } from '../mvcc/keys.js';
 import { toDeletedKeyValue, toKeyValue } from '../mvcc/kv.js';
 import type { ChangeEvent } from '../mvcc/store.js';
-import type { Event, WatchCreateRequest, WatchRequest, WatchResponse } from '../proto.js';
+import type { Event, WatchCreateRequest, WatchRequest } from '../proto.js';
+import { encodeChange, type OutgoingWatchResponse } from '../wire/etcd.js';
 import { header, type ServerContext } from './context.js';
 
 const FILTER_NOPUT = 0;
 const FILTER_NODELETE = 1;
 /** A stream whose client stopped reading is cut off past this much buffered output. */
 const MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
+/** A response holding more event bytes than this is cut at the next revision (clients take 4 MiB by default). */
+const MAX_RESPONSE_EVENT_BYTES = 1024 * 1024;
+
+/** The changes of one applied revision. */
+interface AppliedRevision {
+  changes: ChangeEvent[];
+  rev: number;
+}
+
+/** Encodes each change at most once per form (with or without prev_kv) for all watchers. */
+class ChangeEncoder {
+  private readonly plain = new Map<ChangeEvent, Buffer>();
+  private readonly withPrev = new Map<ChangeEvent, Buffer>();
+
+  get(ch: ChangeEvent, prevKv: boolean): Buffer {
+    const cache = prevKv && ch.prev ? this.withPrev : this.plain;
+    let b = cache.get(ch);
+    if (!b) {
+      b = encodeChange(ch.record, prevKv ? ch.prev : undefined);
+      cache.set(ch, b);
+    }
+    return b;
+  }
+}
 
 interface Watcher {
   id: number;
@@ -24,7 +51,7 @@ interface Watcher {
   progressNotify: boolean;
 }
 
-type WatchStream = grpc.ServerDuplexStream<WatchRequest, WatchResponse>;
+type WatchStream = grpc.ServerDuplexStream<WatchRequest, OutgoingWatchResponse>;
 
 class StreamWatchers {
   readonly watchers = new Map<number, Watcher>();
@@ -36,7 +63,7 @@ class StreamWatchers {
     private readonly hub: WatchHub,
   ) {}
 
-  send(resp: WatchResponse): void {
+  send(resp: OutgoingWatchResponse): void {
     if (this.stream.writableLength > MAX_BUFFERED_BYTES) {
       this.stream.destroy(new Error('watch stream too slow'));
       return;
@@ -117,13 +144,31 @@ class StreamWatchers {
     return out;
   }
 
-  onChanges(changes: ChangeEvent[], rev: number): void {
+  /** Sends each watcher the changes it wants from `applied`, in revision order. */
+  deliver(applied: AppliedRevision[], encoder: ChangeEncoder): void {
     for (const w of this.watchers.values()) {
-      if (rev < w.startRev) continue;
-      const mine = changes.filter((c) => inRange(w.range, c.record.key));
-      if (mine.length === 0) continue;
-      const events = this.filter(w, mine);
-      if (events.length > 0) this.send({ header: header(this.ctx, rev), watch_id: w.id, events });
+      let out: Buffer[] = [];
+      let size = 0;
+      let lastRev = 0;
+      for (const { changes, rev } of applied) {
+        if (rev < w.startRev) continue;
+        for (const ch of changes) {
+          if (!inRange(w.range, ch.record.key)) continue;
+          const deleted = ch.record.version === 0;
+          if ((deleted && w.noDelete) || (!deleted && w.noPut)) continue;
+          const ev = encoder.get(ch, w.prevKv);
+          out.push(ev);
+          size += ev.length;
+        }
+        lastRev = rev;
+        if (size > MAX_RESPONSE_EVENT_BYTES) {
+          this.send({ header: header(this.ctx, rev), watch_id: w.id, events: [], encodedEvents: out });
+          out = [];
+          size = 0;
+        }
+      }
+      if (out.length > 0)
+        this.send({ header: header(this.ctx, lastRev), watch_id: w.id, events: [], encodedEvents: out });
     }
   }
 
@@ -141,6 +186,8 @@ class StreamWatchers {
 export class WatchHub {
   readonly streams = new Set<StreamWatchers>();
   private progressTimer: NodeJS.Timeout | undefined;
+  /** Revisions applied since the last flush. */
+  private applied: AppliedRevision[] = [];
 
   constructor(
     private readonly ctx: ServerContext,
@@ -152,8 +199,18 @@ export class WatchHub {
     this.progressTimer.unref();
   }
 
+  /** A revision was applied; its events go out at the next flush (the end of the applied batch). */
   onChanges(changes: ChangeEvent[], rev: number): void {
-    for (const s of this.streams) s.onChanges(changes, rev);
+    if (this.streams.size === 0) return;
+    this.applied.push({ changes, rev });
+  }
+
+  flush(): void {
+    if (this.applied.length === 0) return;
+    const applied = this.applied;
+    this.applied = [];
+    const encoder = new ChangeEncoder();
+    for (const s of this.streams) s.deliver(applied, encoder);
   }
 
   service(): grpc.UntypedServiceImplementation {

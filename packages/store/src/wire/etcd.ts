@@ -1,0 +1,208 @@
+// etcd's hot client messages written and read by hand: PutRequest,
+// PutResponse, RangeRequest, RangeResponse, and WatchResponse (whose events
+// are encoded once per change and shared by every watcher that gets them).
+// The objects read have exactly the shape proto-loader gives (keepCase, int64
+// as decimal strings, defaults filled in), so the handlers cannot tell.
+import type { KvRecord } from '../mvcc/store.js';
+import type {
+  Event,
+  KeyValue,
+  PutRequest,
+  PutResponse,
+  RangeRequest,
+  RangeResponse,
+  ResponseHeader,
+  WatchResponse,
+} from '../proto.js';
+import { PbReader, PbWriter } from './pb.js';
+
+const writer = new PbWriter(64 * 1024);
+const EMPTY = Buffer.alloc(0);
+
+function writeHeader(w: PbWriter, h: Partial<ResponseHeader> | undefined): void {
+  if (!h) return;
+  const mark = w.begin(1);
+  w.int64(1, h.cluster_id);
+  w.int64(2, h.member_id);
+  w.int64(3, h.revision);
+  w.int64(4, h.raft_term);
+  w.end(mark);
+}
+
+function writeKeyValue(w: PbWriter, field: number, kv: KeyValue): void {
+  const mark = w.begin(field);
+  w.bytes(1, kv.key);
+  w.int64(2, kv.create_revision);
+  w.int64(3, kv.mod_revision);
+  w.int64(4, kv.version);
+  w.bytes(5, kv.value);
+  w.int64(6, kv.lease);
+  w.end(mark);
+}
+
+/** A stored version as an mvccpb.KeyValue (a tombstone as etcd reports a deletion: key and revision). */
+function writeRecord(w: PbWriter, field: number, r: KvRecord): void {
+  const mark = w.begin(field);
+  w.latin1(1, r.key);
+  if (r.version > 0) {
+    w.int64(2, r.create);
+    w.int64(3, r.mod);
+    w.int64(4, r.version);
+    w.bytes(5, r.value);
+    w.int64(6, r.lease);
+  } else w.int64(3, r.mod);
+  w.end(mark);
+}
+
+/** One mvccpb.Event's bytes (without its field tag), for a change and whether the watcher wants prev_kv. */
+export function encodeChange(record: KvRecord, prev: KvRecord | undefined): Buffer {
+  const w = writer.reset();
+  w.uint32(1, record.version === 0 ? 1 : 0);
+  writeRecord(w, 2, record);
+  if (prev) writeRecord(w, 3, prev);
+  return w.finish();
+}
+
+function writeEvent(w: PbWriter, ev: Event): void {
+  const mark = w.begin(11);
+  w.uint32(1, ev.type);
+  writeKeyValue(w, 2, ev.kv);
+  if (ev.prev_kv) writeKeyValue(w, 3, ev.prev_kv);
+  w.end(mark);
+}
+
+/** A WatchResponse; `encodedEvents` are events already encoded by encodeChange (sent after `events`). */
+export type OutgoingWatchResponse = WatchResponse & { encodedEvents?: Uint8Array[] };
+
+export function encodeWatchResponse(resp: OutgoingWatchResponse): Buffer {
+  const w = writer.reset();
+  writeHeader(w, resp.header);
+  w.int64(2, resp.watch_id);
+  w.bool(3, resp.created);
+  w.bool(4, resp.canceled);
+  w.int64(5, resp.compact_revision);
+  w.string(6, resp.cancel_reason);
+  for (const ev of resp.events) writeEvent(w, ev);
+  if (resp.encodedEvents) for (const ev of resp.encodedEvents) w.bytesAlways(11, ev);
+  return w.finish();
+}
+
+export function encodePutResponse(resp: PutResponse): Buffer {
+  const w = writer.reset();
+  writeHeader(w, resp.header);
+  if (resp.prev_kv) writeKeyValue(w, 2, resp.prev_kv);
+  return w.finish();
+}
+
+export function encodeRangeResponse(resp: RangeResponse): Buffer {
+  const w = writer.reset();
+  writeHeader(w, resp.header);
+  for (const kv of resp.kvs) writeKeyValue(w, 2, kv);
+  w.bool(3, resp.more);
+  w.int64(4, resp.count);
+  return w.finish();
+}
+
+export function decodePutRequest(buf: Buffer): PutRequest {
+  const r = new PbReader(buf);
+  const req: PutRequest = {
+    key: EMPTY,
+    value: EMPTY,
+    lease: '0',
+    prev_kv: false,
+    ignore_value: false,
+    ignore_lease: false,
+  };
+  while (!r.done) {
+    const tag = r.tag();
+    switch (tag) {
+      case 10:
+        req.key = r.bytes();
+        break;
+      case 18:
+        req.value = r.bytes();
+        break;
+      case 24:
+        req.lease = r.int64String(true);
+        break;
+      case 32:
+        req.prev_kv = r.bool();
+        break;
+      case 40:
+        req.ignore_value = r.bool();
+        break;
+      case 48:
+        req.ignore_lease = r.bool();
+        break;
+      default:
+        r.skip(tag);
+    }
+  }
+  return req;
+}
+
+export function decodeRangeRequest(buf: Buffer): RangeRequest {
+  const r = new PbReader(buf);
+  const req: RangeRequest = {
+    key: EMPTY,
+    range_end: EMPTY,
+    limit: '0',
+    revision: '0',
+    sort_order: 0,
+    sort_target: 0,
+    serializable: false,
+    keys_only: false,
+    count_only: false,
+    min_mod_revision: '0',
+    max_mod_revision: '0',
+    min_create_revision: '0',
+    max_create_revision: '0',
+  };
+  while (!r.done) {
+    const tag = r.tag();
+    switch (tag) {
+      case 10:
+        req.key = r.bytes();
+        break;
+      case 18:
+        req.range_end = r.bytes();
+        break;
+      case 24:
+        req.limit = r.int64String(true);
+        break;
+      case 32:
+        req.revision = r.int64String(true);
+        break;
+      case 40:
+        req.sort_order = r.varint();
+        break;
+      case 48:
+        req.sort_target = r.varint();
+        break;
+      case 56:
+        req.serializable = r.bool();
+        break;
+      case 64:
+        req.keys_only = r.bool();
+        break;
+      case 72:
+        req.count_only = r.bool();
+        break;
+      case 80:
+        req.min_mod_revision = r.int64String(true);
+        break;
+      case 88:
+        req.max_mod_revision = r.int64String(true);
+        break;
+      case 96:
+        req.min_create_revision = r.int64String(true);
+        break;
+      case 104:
+        req.max_create_revision = r.int64String(true);
+        break;
+      default:
+        r.skip(tag);
+    }
+  }
+  return req;
+}
