@@ -309,83 +309,108 @@ export class Rest {
     const key = this.key(def, ri.namespace, ri.name);
     const sub = ri.subresource;
     const dryRun = isDryRun(ctx.query);
+    // The first attempt starts from a copy of the watch cache's object, saving the
+    // store a quorum read: the write is guarded on its revision, so a stale copy
+    // costs a failed guard, never a wrong write. Anything decided on the cached copy
+    // that ends the request (a refusal, a conflict, "nothing changed") is decided
+    // again on a copy read from the store.
+    let cached = dryRun ? null : this.cachedObject(def, key);
     for (let attempt = 0; ; attempt++) {
-      const cur = await this.store.get(key);
+      const fromCache = cached !== null;
+      const cur = cached ? { ...cached, obj: structuredClone(cached.obj) } : await this.store.get(key);
+      cached = null;
       if (!cur) throw notFound(gr(def), ri.name);
-      const currentOut = this.out(def, cur.obj);
-      // `change` sees the object without its resourceVersion, so a resourceVersion in
-      // what it returns came from the client (a PUT body, or a patch that sets one) and
-      // is a precondition; a patch without one is retried on a write race, not refused.
-      const draft = structuredClone(currentOut);
-      if (draft.metadata) delete draft.metadata.resourceVersion;
-      const next = change(draft);
-      next.metadata ??= {};
-      const m = next.metadata;
-      if (m.name !== undefined && m.name !== ri.name) {
-        throw badRequest(
-          `the name of the object (${str(m.name)}) does not match the name on the URL (${ri.name})`,
-        );
-      }
-      if (def.namespaced && m.namespace !== undefined && m.namespace !== '' && m.namespace !== ri.namespace) {
-        throw badRequest(
-          'the namespace of the provided object does not match the namespace sent on the request',
-        );
-      }
-      m.name = ri.name;
-      if (def.namespaced) m.namespace = ri.namespace;
-      else delete m.namespace;
-      const clientRv = parseResourceVersion(str(m.resourceVersion) || undefined, 'metadata.resourceVersion');
-      if (clientRv !== undefined && clientRv !== cur.rev) throw conflict(gr(def), ri.name);
-      // A uid in the body is a precondition too, as in Kubernetes: a kubelet's status for a
-      // pod deleted and recreated under the same name must not land on the new pod.
-      const storedUid = str(currentOut.metadata?.uid);
-      if (str(m.uid) && m.uid !== storedUid) {
-        throw conflict(
-          gr(def),
-          ri.name,
-          `Precondition failed: UID in precondition: ${str(m.uid)}, UID in object meta: ${storedUid}`,
-        );
-      }
-      keepSystemMetadata(next, currentOut);
-      if (sub === 'status') def.prepareForStatusUpdate?.(next, currentOut);
-      else if (sub === 'finalize') {
-        // finalize changes spec.finalizers and nothing else.
-        const fins = obj(next.spec).finalizers;
-        Object.assign(next, structuredClone(currentOut));
-        for (const k of Object.keys(m)) delete m[k];
-        Object.assign(m, structuredClone(currentOut.metadata ?? {}));
-        next.metadata = m;
-        next.spec = { ...obj(currentOut.spec), finalizers: fins };
-      } else def.prepareForUpdate?.(next, currentOut);
-      def.defaults?.(next);
-      if (def.generation && sub !== 'status' && !sameJson(next.spec, currentOut.spec)) {
-        m.generation = Number(currentOut.metadata?.generation ?? 0) + 1;
-      }
-      validateChange(def, next, currentOut);
-      nodeRestriction(ctx.user, def, sub, ri.verb, ri.name, currentOut, next);
-      m.resourceVersion = String(cur.rev);
-      if (sameIgnoringVersion(next, currentOut)) return { code: 200, body: currentOut };
-      if (dryRun) return { code: 200, body: next };
-      // The last finalizer of an object being deleted is gone: the delete completes.
-      const nm = next.metadata ?? {};
-      const fins = arr(nm.finalizers);
-      const waiting =
-        (def.resource === 'pods' && Number(nm.deletionGracePeriodSeconds ?? 0) > 0) ||
-        (def.resource === 'namespaces' && arr(obj(next.spec).finalizers).length > 0);
-      if (nm.deletionTimestamp && fins.length === 0 && !waiting) {
-        const d = await this.store.delete(key, cur.rev);
-        if (d.ok) {
-          nm.resourceVersion = String(d.rev);
-          return { code: 200, body: next };
+      try {
+        const currentOut = this.out(def, cur.obj);
+        // `change` sees the object without its resourceVersion, so a resourceVersion in
+        // what it returns came from the client (a PUT body, or a patch that sets one) and
+        // is a precondition; a patch without one is retried on a write race, not refused.
+        const draft = structuredClone(currentOut);
+        if (draft.metadata) delete draft.metadata.resourceVersion;
+        const next = change(draft);
+        next.metadata ??= {};
+        const m = next.metadata;
+        if (m.name !== undefined && m.name !== ri.name) {
+          throw badRequest(
+            `the name of the object (${str(m.name)}) does not match the name on the URL (${ri.name})`,
+          );
         }
-      } else {
-        const w = await this.store.update(key, this.in(def, next), cur.rev);
-        if (w.ok) {
-          m.resourceVersion = String(w.rev);
-          return { code: 200, body: next };
+        if (
+          def.namespaced &&
+          m.namespace !== undefined &&
+          m.namespace !== '' &&
+          m.namespace !== ri.namespace
+        ) {
+          throw badRequest(
+            'the namespace of the provided object does not match the namespace sent on the request',
+          );
         }
+        m.name = ri.name;
+        if (def.namespaced) m.namespace = ri.namespace;
+        else delete m.namespace;
+        const clientRv = parseResourceVersion(
+          str(m.resourceVersion) || undefined,
+          'metadata.resourceVersion',
+        );
+        if (clientRv !== undefined && clientRv !== cur.rev) throw conflict(gr(def), ri.name);
+        // A uid in the body is a precondition too, as in Kubernetes: a kubelet's status for a
+        // pod deleted and recreated under the same name must not land on the new pod.
+        const storedUid = str(currentOut.metadata?.uid);
+        if (str(m.uid) && m.uid !== storedUid) {
+          throw conflict(
+            gr(def),
+            ri.name,
+            `Precondition failed: UID in precondition: ${str(m.uid)}, UID in object meta: ${storedUid}`,
+          );
+        }
+        keepSystemMetadata(next, currentOut);
+        if (sub === 'status') def.prepareForStatusUpdate?.(next, currentOut);
+        else if (sub === 'finalize') {
+          // finalize changes spec.finalizers and nothing else.
+          const fins = obj(next.spec).finalizers;
+          Object.assign(next, structuredClone(currentOut));
+          for (const k of Object.keys(m)) delete m[k];
+          Object.assign(m, structuredClone(currentOut.metadata ?? {}));
+          next.metadata = m;
+          next.spec = { ...obj(currentOut.spec), finalizers: fins };
+        } else def.prepareForUpdate?.(next, currentOut);
+        def.defaults?.(next);
+        if (def.generation && sub !== 'status' && !sameJson(next.spec, currentOut.spec)) {
+          m.generation = Number(currentOut.metadata?.generation ?? 0) + 1;
+        }
+        validateChange(def, next, currentOut);
+        nodeRestriction(ctx.user, def, sub, ri.verb, ri.name, currentOut, next);
+        m.resourceVersion = String(cur.rev);
+        if (sameIgnoringVersion(next, currentOut)) {
+          if (fromCache) continue;
+          return { code: 200, body: currentOut };
+        }
+        if (dryRun) return { code: 200, body: next };
+        // The last finalizer of an object being deleted is gone: the delete completes.
+        const nm = next.metadata ?? {};
+        const fins = arr(nm.finalizers);
+        const waiting =
+          (def.resource === 'pods' && Number(nm.deletionGracePeriodSeconds ?? 0) > 0) ||
+          (def.resource === 'namespaces' && arr(obj(next.spec).finalizers).length > 0);
+        if (nm.deletionTimestamp && fins.length === 0 && !waiting) {
+          const d = await this.store.delete(key, cur.rev);
+          if (d.ok) {
+            nm.resourceVersion = String(d.rev);
+            return { code: 200, body: next };
+          }
+        } else {
+          const w = await this.store.update(key, this.in(def, next), cur.rev);
+          if (w.ok) {
+            m.resourceVersion = String(w.rev);
+            return { code: 200, body: next };
+          }
+        }
+        if (fromCache) continue;
+        if (clientRv !== undefined || attempt >= 5) throw conflict(gr(def), ri.name);
+      } catch (err) {
+        if (fromCache) continue;
+        throw err;
       }
-      if (clientRv !== undefined || attempt >= 5) throw conflict(gr(def), ri.name);
     }
   }
 
