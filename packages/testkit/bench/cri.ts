@@ -44,11 +44,18 @@ export class CriClient {
   }
 }
 
+/** How long each CRI call of one floor pod took, ms. */
+export interface FloorSteps {
+  runPodSandbox: number;
+  createContainer: number;
+  startContainer: number;
+}
+
 /** One sandbox with one container running `sleep`, the same shape as the benchmark's pods. */
 export async function startSandboxWithContainer(
   cri: CriClient,
   opts: { name: string; image: string; logDirectory: string },
-): Promise<{ sandboxId: string; ms: number }> {
+): Promise<{ sandboxId: string; ms: number; steps: FloorSteps }> {
   const sandboxConfig = {
     metadata: { name: opts.name, uid: `uid-${opts.name}`, namespace: 'cri-floor', attempt: 0 },
     hostname: opts.name,
@@ -63,6 +70,7 @@ export async function startSandboxWithContainer(
     config: sandboxConfig,
     runtimeHandler: '',
   });
+  const t1 = performance.now();
   const { containerId } = await cri.call<{ containerId: string }>('CreateContainer', {
     podSandboxId,
     config: {
@@ -79,8 +87,14 @@ export async function startSandboxWithContainer(
     },
     sandboxConfig,
   });
+  const t2 = performance.now();
   await cri.call('StartContainer', { containerId });
-  return { sandboxId: podSandboxId, ms: performance.now() - t0 };
+  const t3 = performance.now();
+  return {
+    sandboxId: podSandboxId,
+    ms: t3 - t0,
+    steps: { runPodSandbox: t1 - t0, createContainer: t2 - t1, startContainer: t3 - t2 },
+  };
 }
 
 export async function removeSandbox(cri: CriClient, sandboxId: string): Promise<void> {

@@ -43,7 +43,7 @@ import {
   table,
   UsageError,
 } from './common.js';
-import { CriClient, removeSandbox, startSandboxWithContainer } from './cri.js';
+import { CriClient, type FloorSteps, removeSandbox, startSandboxWithContainer } from './cri.js';
 
 const SCRIPT = 'bench:pod-startup';
 const NODE = 'bench-node';
@@ -366,6 +366,7 @@ runBench(async (cleanup) => {
   const cri = new CriClient(containerd.socket);
   cleanup.add('cri client', () => cri.close());
   const floorSingles: number[] = [];
+  const floorSteps: FloorSteps[] = [];
   const sandboxes: string[] = [];
   for (let i = 0; i < flags.singles; i++) {
     const r = await startSandboxWithContainer(cri, {
@@ -374,6 +375,7 @@ runBench(async (cleanup) => {
       logDirectory: root.path,
     });
     floorSingles.push(r.ms);
+    floorSteps.push(r.steps);
     sandboxes.push(r.sandboxId);
   }
   const floorBatch = await Promise.all(
@@ -485,7 +487,15 @@ runBench(async (cleanup) => {
       .map((p) => `\n  ${p.name}: ${corrected.get(p.uid)}`)
       .join('')}\n`,
   );
+  // The floor's own calls, to set beside the kubelet's RunPodSandbox (+ PodSandboxStatus),
+  // CreateContainer and StartContainer spans below: the same calls, made with the control
+  // plane idle rather than busy with the pod.
+  const floorStepRows = (['runPodSandbox', 'createContainer', 'startContainer'] as const).map((k) => {
+    const v = sortedCopy(floorSteps.map((s) => s[k]));
+    return [`floor: ${k}`, String(v.length), ms(percentile(v, 50)), ms(percentile(v, 99))];
+  });
   const spans = ['span (ms between its two points)', 'pods', 'p50 ms', 'p99 ms'];
+  process.stdout.write(`\nthe floor's CRI calls, one pod at a time:\n\n${table(spans, floorStepRows)}\n`);
   process.stdout.write(`\nspans, one pod at a time:\n\n${table(spans, spanRows(singleRuns, trace))}\n`);
   process.stdout.write(`\nspans, batch of ${flags.batch}:\n\n${table(spans, spanRows(batchRuns, trace))}\n`);
 });

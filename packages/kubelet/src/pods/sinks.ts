@@ -16,6 +16,12 @@ export interface PodStatusSink {
 /** Where events about pods go (the daemon: the event recorder). */
 export interface EventSink {
   event(pod: Pod, type: EventType, reason: string, message: string): void;
+  /**
+   * Holds events back while a pod is being synced, so their writes do not compete
+   * with the runtime's work (sandbox, containers) and the pod's own status write on
+   * a small machine; the returned function lets them go. Optional.
+   */
+  hold?(): () => void;
 }
 
 /** ConfigMaps and Secrets for volumes and env (the daemon: GETs or informers). undefined = not found. */

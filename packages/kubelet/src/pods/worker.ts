@@ -372,6 +372,15 @@ export class PodWorker {
       await this.terminate();
       return;
     }
+    const release = this.ctx.events.hold?.();
+    try {
+      await this.syncPod();
+    } finally {
+      release?.();
+    }
+  }
+
+  private async syncPod(): Promise<void> {
     this.trace('sync-start');
     this.touched.clear();
     this.stoppedSome = false;
