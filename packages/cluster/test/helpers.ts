@@ -1,7 +1,9 @@
 // What the whole-cluster tests (up-down: the launcher on one machine; lab:
-// kubit-install over ssh into network namespaces) share: running Kubit's own
-// entry points from their sources, polling until the cluster gets somewhere,
-// asking a pod over HTTP, and the pod that asks another pod.
+// kubit-install over ssh into network namespaces; compose) share: running Kubit's
+// own entry points from their sources, polling until the cluster gets somewhere,
+// asking a pod over HTTP, the pod that asks another pod, and the checks of the
+// issue's manifest (examples/pod.yaml) once it runs.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { join, resolve } from 'node:path';
@@ -129,4 +131,56 @@ spec:
     image: busybox:latest
     command: ["wget", "-q", "-O", "-", "http://${ip}/"]
 `;
+}
+
+/** Runs `kubit` with these arguments (and optional stdin) against the cluster under test; resolves to stdout. */
+export type KubitRunner = (args: string[], input?: string) => Promise<string>;
+
+/** `kubit logs my-application` shows nginx's access line for a GET of / (the request a test just made). */
+export async function expectAccessLine(kubit: KubitRunner): Promise<void> {
+  const logs = await waitFor(
+    'the access line in kubit logs',
+    async () => {
+      const l = await kubit(['logs', 'my-application']);
+      return /"GET \/ HTTP\/1\.1" 200/.test(l) ? l : undefined;
+    },
+    30_000,
+  );
+  assert.match(logs, /GET \/ HTTP\/1\.1/);
+}
+
+/** A pod on `node` fetches http://<ip>/ and gets nginx's page: the pod network reaches `ip` from there. */
+export async function expectReachableFrom(kubit: KubitRunner, node: string, ip: string): Promise<void> {
+  await kubit(['apply', '-f', '-'], clientPod(node, ip));
+  const phase = await waitFor(
+    'the client pod to finish',
+    async () => {
+      const p = (await kubit(['get', 'pod', 'client', '-o', 'jsonpath={.status.phase}'])).trim();
+      return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+    },
+    120_000,
+  );
+  assert.equal(phase, 'Succeeded', await kubit(['logs', 'client']).catch((e: Error) => e.message));
+  assert.match(await kubit(['logs', 'client']), /Welcome to nginx/);
+}
+
+/** `kubit describe pod my-application` lists Scheduled, Pulling, Pulled, Created and Started, in that order. */
+export async function expectStartEventsInOrder(kubit: KubitRunner, node: string): Promise<void> {
+  const order = ['Scheduled', 'Pulling', 'Pulled', 'Created', 'Started'];
+  const described = await waitFor(
+    'the five events in kubit describe',
+    async () => {
+      const out = await kubit(['describe', 'pod', 'my-application']);
+      const events = out.slice(out.indexOf('\nEvents:'));
+      return order.every((r) => new RegExp(`\\b${r}\\b`).test(events)) ? events : undefined;
+    },
+    30_000,
+  );
+  const reasons = described
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/)[1])
+    .filter((r) => order.includes(r));
+  assert.deepEqual(reasons, order, described);
+  assert.match(described, new RegExp(`Successfully assigned default/my-application to ${node}`));
+  assert.match(described, /Pulling image "nginx:latest"/);
 }

@@ -19,7 +19,9 @@ import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import {
-  clientPod,
+  expectAccessLine,
+  expectReachableFrom,
+  expectStartEventsInOrder,
   fromSources,
   httpGet,
   kubitCli,
@@ -251,49 +253,15 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
       assert.match(res.body, /Welcome to nginx/);
 
       // `kubit logs` shows nginx's access line for that request.
-      const logs = await waitFor(
-        'the access line in kubit logs',
-        async () => {
-          const l = await kubit(['logs', 'my-application']);
-          return /"GET \/ HTTP\/1\.1" 200/.test(l) ? l : undefined;
-        },
-        30_000,
-      );
-      assert.match(logs, /GET \/ HTTP\/1\.1/);
+      await expectAccessLine(kubit);
 
       // A pod on the other node reaches nginx by its pod IP (the host routes between the node bridges).
-      await kubit(['apply', '-f', '-'], clientPod(otherNode(appNode), appIp));
-      const phase = await waitFor(
-        'the client pod to finish',
-        async () => {
-          const [p] = await podFields('client', '{.status.phase}');
-          return p === 'Succeeded' || p === 'Failed' ? p : undefined;
-        },
-        120_000,
-      );
-      assert.equal(phase, 'Succeeded', await kubit(['logs', 'client']).catch((e: Error) => e.message));
-      assert.match(await kubit(['logs', 'client']), /Welcome to nginx/);
+      await expectReachableFrom(kubit, otherNode(appNode), appIp);
     },
   );
 
   step('kubit describe pod lists Scheduled, Pulling, Pulled, Created and Started in that order', async () => {
-    const order = ['Scheduled', 'Pulling', 'Pulled', 'Created', 'Started'];
-    const described = await waitFor(
-      'the five events in kubit describe',
-      async () => {
-        const out = await kubit(['describe', 'pod', 'my-application']);
-        const events = out.slice(out.indexOf('\nEvents:'));
-        return order.every((r) => new RegExp(`\\b${r}\\b`).test(events)) ? events : undefined;
-      },
-      30_000,
-    );
-    const reasons = described
-      .split('\n')
-      .map((l) => l.trim().split(/\s+/)[1])
-      .filter((r) => order.includes(r));
-    assert.deepEqual(reasons, order, described);
-    assert.match(described, new RegExp(`Successfully assigned default/my-application to ${appNode}`));
-    assert.match(described, /Pulling image "nginx:latest"/);
+    await expectStartEventsInOrder(kubit, appNode);
   });
 
   step(
