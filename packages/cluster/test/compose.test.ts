@@ -25,14 +25,12 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { freePort, startDockerEngine, type TestDockerEngine } from '@kubit/testkit';
 import {
-  expectAccessLine,
-  expectReachableFrom,
+  expectAppServing,
   expectStartEventsInOrder,
-  httpGet,
   kubitCli,
-  otherNode,
   repoRoot,
   waitFor,
+  waitForRunningApp,
 } from './helpers.js';
 
 const run = promisify(execFile);
@@ -337,35 +335,11 @@ describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }
         'pod/my-application created',
         'the manifest of issue 9, unchanged',
       );
-      [appIp, appNode] = await waitFor(
-        'my-application to run with an IP',
-        async () => {
-          const out = await kubit([
-            'get',
-            'pod',
-            'my-application',
-            '-o',
-            'jsonpath={.status.phase} {.status.podIP} {.spec.nodeName}',
-          ]);
-          const [phase, podIp, nodeName] = out.trim().split(' ');
-          return phase === 'Running' && podIp ? [podIp, nodeName] : undefined;
-        },
-        180_000,
-      );
-      const nodeCidr = nodes.find(([n]) => n === appNode)?.[1] ?? '';
-      assert.ok(
-        appIp.startsWith(`${nodeCidr.split('.').slice(0, 3).join('.')}.`),
-        `pod IP ${appIp} is in ${appNode}'s ${nodeCidr}`,
-      );
-      const res = await waitFor('nginx to answer the host', () => httpGet(`http://${appIp}/`), 30_000);
-      assert.equal(res.status, 200);
-      assert.match(res.body, /Welcome to nginx/);
-
-      // `kubit logs` shows nginx's access line for that request.
-      await expectAccessLine(kubit);
-
-      // A pod on the other node container reaches nginx by its pod IP (the nodes' route sync).
-      await expectReachableFrom(kubit, otherNode(appNode), appIp);
+      [appIp, appNode] = await waitForRunningApp(kubit, 180_000);
+      // Served to the host through a route via the node container; the other node's pod
+      // reaches it through the nodes' route sync.
+      const podCidr = nodes.find(([n]) => n === appNode)?.[1] ?? '';
+      await expectAppServing(kubit, { ip: appIp, node: appNode, podCidr });
     },
   );
 

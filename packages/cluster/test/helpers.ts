@@ -136,6 +136,53 @@ spec:
 /** Runs `kubit` with these arguments (and optional stdin) against the cluster under test; resolves to stdout. */
 export type KubitRunner = (args: string[], input?: string) => Promise<string>;
 
+/** Waits until my-application runs with a pod IP; resolves to [pod IP, node name]. */
+export async function waitForRunningApp(kubit: KubitRunner, timeoutMs: number): Promise<[string, string]> {
+  return waitFor(
+    'my-application to run with a pod IP',
+    async () => {
+      const out = await kubit([
+        'get',
+        'pod',
+        'my-application',
+        '-o',
+        'jsonpath={.status.phase} {.status.podIP} {.spec.nodeName}',
+      ]);
+      const [phase, podIp, nodeName] = out.trim().split(' ');
+      return phase === 'Running' && podIp && nodeName ? [podIp, nodeName] : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+export interface ServingApp {
+  ip: string;
+  node: string;
+  /** The node's pod subnet (node.spec.podCIDR), which the pod IP must be in. */
+  podCidr: string;
+  /** How long one GET from the test may stay silent (a lab host is slower to answer). */
+  httpTimeoutMs?: number;
+}
+
+/**
+ * The issue's manifest at work: the pod IP is in its node's subnet, nginx answers
+ * the test with its page, `kubit logs` shows the access line of that request, and
+ * a pod on the other node reaches the pod IP too.
+ */
+export async function expectAppServing(kubit: KubitRunner, app: ServingApp): Promise<void> {
+  const prefix = `${app.podCidr.split('.').slice(0, 3).join('.')}.`;
+  assert.ok(app.podCidr && app.ip.startsWith(prefix), `pod IP ${app.ip} is in ${app.node}'s ${app.podCidr}`);
+  const res = await waitFor(
+    'nginx to answer the test',
+    () => httpGet(`http://${app.ip}/`, app.httpTimeoutMs),
+    30_000,
+  );
+  assert.equal(res.status, 200);
+  assert.match(res.body, /Welcome to nginx/);
+  await expectAccessLine(kubit);
+  await expectReachableFrom(kubit, otherNode(app.node), app.ip);
+}
+
 /** `kubit logs my-application` shows nginx's access line for a GET of / (the request a test just made). */
 export async function expectAccessLine(kubit: KubitRunner): Promise<void> {
   const logs = await waitFor(

@@ -25,14 +25,14 @@ import { expandExecWords, parseEnvironmentFile, splitWords } from '../src/instal
 import type { NodeLayout } from '../src/layout.js';
 import { killStrayShims, removeAllSandboxes, unmountNode } from '../src/node-cleanup.js';
 import {
-  clientPod,
+  expectAppServing,
   fromSources,
   httpGet,
   kubitCli,
-  otherNode,
   repoRoot,
   runWithOutput,
   waitFor,
+  waitForRunningApp,
 } from './helpers.js';
 
 const run = promisify(execFile);
@@ -475,54 +475,14 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     const manifest = join(labDir, 'my-application.yaml');
     await writeFile(manifest, MANIFEST);
     await kubit(['apply', '-f', manifest]);
-    const [ip, node] = await waitFor(
-      'my-application to run with a pod IP',
-      async () => {
-        const pod = JSON.parse(await kubit(['get', 'pod', 'my-application', '-o', 'json'])) as {
-          spec: { nodeName?: string };
-          status?: { phase?: string; podIP?: string };
-        };
-        return pod.status?.phase === 'Running' && pod.status.podIP && pod.spec.nodeName
-          ? [pod.status.podIP, pod.spec.nodeName]
-          : undefined;
-      },
-      120_000,
-    );
-    const cidr = podCidrs.get(node) ?? '';
-    assert.ok(ip.startsWith(cidr.split('.').slice(0, 3).join('.')), `pod IP ${ip} is in ${node}'s ${cidr}`);
-    const res = await waitFor(
-      'nginx to answer the test',
-      () => httpGet(`http://${ip}/`, LAB_HTTP_TIMEOUT_MS),
-      30_000,
-    );
-    assert.equal(res.status, 200);
-
-    // A pod on the other node reaches it through the installer's routes between the hosts.
-    await kubit(['apply', '-f', '-'], clientPod(otherNode(node), ip));
-    const phase = await waitFor(
-      'the client pod on the other node to finish',
-      async () => {
-        const pod = JSON.parse(await kubit(['get', 'pod', 'client', '-o', 'json'])) as {
-          status?: { phase?: string };
-        };
-        const p = pod.status?.phase;
-        return p === 'Succeeded' || p === 'Failed' ? p : undefined;
-      },
-      90_000,
-    );
-    const clientLogs = await kubit(['logs', 'client']).catch((e: Error) => e.message);
-    assert.equal(phase, 'Succeeded', clientLogs);
-    assert.match(clientLogs, /Welcome to nginx/);
-
-    const logs = await waitFor(
-      "nginx's access line in kubit logs",
-      async () => {
-        const l = await kubit(['logs', 'my-application']);
-        return /"GET \/ HTTP\/1\.1" 200/.test(l) ? l : undefined;
-      },
-      30_000,
-    );
-    assert.match(logs, /GET \/ HTTP\/1\.1" 200/);
+    const [ip, node] = await waitForRunningApp(kubit, 120_000);
+    // The other node's pod reaches it through the installer's routes between the hosts.
+    await expectAppServing(kubit, {
+      ip,
+      node,
+      podCidr: podCidrs.get(node) ?? '',
+      httpTimeoutMs: LAB_HTTP_TIMEOUT_MS,
+    });
 
     await kubit(['delete', 'pod', 'my-application', 'client']);
     await waitFor(

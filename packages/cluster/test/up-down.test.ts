@@ -19,8 +19,7 @@ import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import {
-  expectAccessLine,
-  expectReachableFrom,
+  expectAppServing,
   expectStartEventsInOrder,
   fromSources,
   httpGet,
@@ -29,6 +28,7 @@ import {
   repoRoot,
   runWithOutput,
   waitFor,
+  waitForRunningApp,
 } from './helpers.js';
 
 const run = promisify(execFile);
@@ -232,31 +232,10 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
         'pod/my-application created',
         'the manifest of issue 9, unchanged',
       );
-      [appIp, appNode] = await waitFor(
-        'my-application to run with an IP',
-        async () => {
-          const [phase, podIp, nodeName] = await podFields(
-            'my-application',
-            '{.status.phase} {.status.podIP} {.spec.nodeName}',
-          );
-          return phase === 'Running' && podIp ? [podIp, nodeName] : undefined;
-        },
-        150_000,
-      );
-      const nodeCidr = podCidrs.find(([n]) => n === appNode)?.[1] ?? '';
-      assert.ok(
-        appIp.startsWith(nodeCidr.split('.').slice(0, 3).join('.')),
-        `pod IP ${appIp} is in ${appNode}'s ${nodeCidr}`,
-      );
-      const res = await waitFor('nginx to answer the host', () => httpGet(`http://${appIp}/`), 30_000);
-      assert.equal(res.status, 200);
-      assert.match(res.body, /Welcome to nginx/);
-
-      // `kubit logs` shows nginx's access line for that request.
-      await expectAccessLine(kubit);
-
-      // A pod on the other node reaches nginx by its pod IP (the host routes between the node bridges).
-      await expectReachableFrom(kubit, otherNode(appNode), appIp);
+      [appIp, appNode] = await waitForRunningApp(kubit, 150_000);
+      // The host routes between the node bridges, so the other node's pod reaches it too.
+      const podCidr = podCidrs.find(([n]) => n === appNode)?.[1] ?? '';
+      await expectAppServing(kubit, { ip: appIp, node: appNode, podCidr });
     },
   );
 

@@ -5,20 +5,10 @@
 // at every single event while the rollout runs, and a watch on its ReplicaSets
 // checks the surge ceiling (replicas + maxSurge) on their spec.replicas.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Deployment, Node, Pod, PodTemplateSpec, ReplicaSet } from '@kubit/api';
+import type { Deployment, Pod, PodTemplateSpec, ReplicaSet } from '@kubit/api';
 import { KubeClient, resources } from '@kubit/client';
-import {
-  type ControlPlane,
-  daemonCommand,
-  freePort,
-  startControlPlane,
-  startProcess,
-  type TestProcess,
-  waitFor,
-} from '@kubit/testkit';
+import { startWorkloadCluster, type WorkloadCluster, waitFor } from '@kubit/testkit';
 import { w } from './cm-process.js';
 
 const NS = 'default';
@@ -30,82 +20,26 @@ const CEILING = REPLICAS + MAX_SURGE;
 const REVISION = 'deployment.kubernetes.io/revision';
 const NODES = 3;
 
-let cp: ControlPlane;
+let cluster: WorkloadCluster;
 let client: KubeClient;
-const procs: TestProcess[] = [];
-
-function daemon(name: string, pkg: string, entry: string, args: string[]): TestProcess {
-  const cmd = daemonCommand(pkg, entry);
-  const p = startProcess({
-    name,
-    command: cmd.command,
-    args: [...cmd.args, ...args],
-    env: { KUBIT_LOG_FORMAT: 'json' },
-    logFile: join(cp.logDir, `${name}.log`),
-  });
-  procs.push(p);
-  return p;
-}
 
 before(async () => {
-  cp = await startControlPlane();
-  const cmKubeconfig = await cp.kubeconfigFor('controller-manager', cp.pki.controllerManager);
-  const schedKubeconfig = await cp.kubeconfigFor('kube-scheduler', cp.pki.scheduler);
-  daemon('controller-manager', 'controllers', 'main.ts', [
-    `--kubeconfig=${cmKubeconfig}`,
-    '--leader-elect=false',
-    '--controllers=replicaset,deployment,garbagecollector',
-    `--secure-port=${await freePort()}`,
-    '--bind-address=127.0.0.1',
-  ]);
-  daemon('scheduler', 'scheduler', 'main.ts', [
-    `--kubeconfig=${schedKubeconfig}`,
-    '--leader-elect=false',
-    `--secure-port=${await freePort()}`,
-    '--bind-address=127.0.0.1',
-  ]);
-  daemon('hollow', 'kubelet', 'hollow.ts', [
-    `--nodes=${NODES}`,
-    '--name-prefix=hollow-',
-    `--kubeconfig=${cp.kubeconfigPath}`,
-  ]);
-  client = KubeClient.fromKubeconfig({ kubeconfig: cp.kubeconfigPath });
-  await waitFor(
-    'the hollow nodes to be Ready',
-    async () => {
-      for (const p of procs) if (!p.running) throw new Error(`${p.name} exited; see ${cp.logDir}`);
-      const nodes = await client.list<Node>(resources.nodes);
-      return (
-        nodes.items.length === NODES &&
-        nodes.items.every((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
-      );
-    },
-    90_000,
-    250,
-  );
+  cluster = await startWorkloadCluster({
+    nodes: NODES,
+    controllers: 'replicaset,deployment,garbagecollector',
+  });
+  client = KubeClient.fromKubeconfig({ kubeconfig: cluster.cp.kubeconfigPath });
 });
 
 after(async () => {
-  for (const p of procs.reverse()) await p.stop();
   client?.close();
-  await cp?.stop();
+  await cluster?.stop();
 });
 
 /** The last lines of each daemon's log and the Deployment's state, for a failure message. */
 async function diagnostics(): Promise<string> {
-  const tails = ['controller-manager', 'scheduler', 'hollow'].map((n) => {
-    try {
-      const lines = readFileSync(join(cp.logDir, `${n}.log`), 'utf8')
-        .trim()
-        .split('\n')
-        .slice(-8);
-      return `--- ${n}.log ---\n${lines.join('\n')}`;
-    } catch {
-      return `--- ${n}.log: none ---`;
-    }
-  });
   const d = await getDeployment().catch((e: Error) => e.message);
-  return `${tails.join('\n')}\n--- deployment ---\n${JSON.stringify(d)}`;
+  return `${cluster.logs(8)}\n--- deployment ---\n${JSON.stringify(d)}`;
 }
 
 const isAvailable = (p: Pod) =>

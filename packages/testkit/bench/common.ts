@@ -8,11 +8,10 @@ import { type ClientConfig, HttpTransport, KubeClient, loadClientConfig } from '
 import {
   type ControlPlane,
   type ControlPlaneOptions,
-  type RunningStore,
-  type StoreBackend,
+  clusterStoreBackend,
   startControlPlane,
 } from '../src/controlplane.js';
-import { StoreCluster, type StoreProgram } from '../src/etcd.js';
+import type { StoreProgram } from '../src/etcd.js';
 
 /** A mistake in the command line: reported as one line, without a stack trace. */
 export class UsageError extends Error {}
@@ -91,29 +90,6 @@ export function rssMiB(pid: number): number {
   } catch {
     return Number.NaN;
   }
-}
-
-/** A store of `members` members of `program`, over TLS with the control plane's PKI. */
-export function clusterBackend(program: StoreProgram, members: number): StoreBackend {
-  return async ({ pki }): Promise<RunningStore> => {
-    const cluster = await StoreCluster.start({
-      program,
-      size: members,
-      args: ['--log-level=warn'],
-      tls: {
-        cert: pki.store.cert,
-        key: pki.store.key,
-        ca: pki.caFile,
-        clientCert: pki.apiserverEtcdClient.cert,
-        clientKey: pki.apiserverEtcdClient.key,
-      },
-    });
-    return {
-      endpoints: cluster.allEndpoints.map((e) => `https://${e}`),
-      processes: cluster.members.flatMap((m) => (m.process ? [m.process] : [])),
-      stop: () => cluster.destroy(),
-    };
-  };
 }
 
 /** The title's description of the store, e.g. "kubit-store ×3". */
@@ -238,13 +214,13 @@ export async function startBenchControlPlane(
   options: Omit<ControlPlaneOptions, 'store'> = {},
 ): Promise<{ cp: ControlPlane; storeTitle: string }> {
   try {
-    const cp = await startControlPlane({ ...options, store: clusterBackend(program, members) });
+    const cp = await startControlPlane({ ...options, store: clusterStoreBackend(program, members) });
     return { cp, storeTitle: storeLabel(program, members) };
   } catch (err) {
     if (program !== 'kubit-store') throw err;
     const why = (err as Error).message.split('\n')[0].slice(0, 160);
     progress(`kubit-store ×${members} did not start (${why}); falling back to etcd 3.4`);
-    const cp = await startControlPlane({ ...options, store: clusterBackend('etcd', members) });
+    const cp = await startControlPlane({ ...options, store: clusterStoreBackend('etcd', members) });
     return {
       cp,
       storeTitle: `${storeLabel('etcd', members)} (kubit-store ×${members} did not start: ${why})`,

@@ -9,3 +9,4 @@ export * from './netns.js';
 export * from './pki.js';
 export * from './process.js';
 export * from './registry.js';
+export * from './workload-cluster.js';

@@ -7,7 +7,6 @@ export {
   deepClone,
   type JsonObject,
   type JsonValue,
-  jsonEquals,
   MAX_PATCH_DEPTH,
   PatchError,
   setOwn,

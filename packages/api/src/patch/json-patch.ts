@@ -1,13 +1,13 @@
 // JSON patch (RFC 6902) over JSON pointers (RFC 6901): add, remove, replace, move, copy
 // and test, applied to a copy of the document. Every error names the operation and path.
 
+import { jsonEqual } from '../validation/util.js';
 import {
   assertMaxDepth,
   deepClone,
   isJsonObject,
   type JsonObject,
   type JsonValue,
-  jsonEquals,
   PatchError,
   setOwn,
 } from './safe.js';
@@ -153,7 +153,7 @@ export function applyJsonPatch(doc: unknown, patch: unknown): JsonValue {
       }
       case 'test': {
         const value = needValue();
-        if (!jsonEquals(getAt(result, tokens, describe), value))
+        if (!jsonEqual(getAt(result, tokens, describe), value))
           throw new PatchError(`${describe()}: test failed`);
         break;
       }

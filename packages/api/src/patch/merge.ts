@@ -1,6 +1,7 @@
 // JSON merge patch (RFC 7386): objects merge key by key, null deletes, anything else
 // replaces. Also the inverse, a merge patch that turns one document into another.
 
+import { jsonEqual } from '../validation/util.js';
 import {
   assertMaxDepth,
   deepClone,
@@ -8,7 +9,6 @@ import {
   isJsonObject,
   type JsonObject,
   type JsonValue,
-  jsonEquals,
   setOwn,
 } from './safe.js';
 
@@ -47,7 +47,7 @@ function diff(original: JsonObject, modified: JsonObject): JsonObject {
   for (const key of Object.keys(modified)) {
     const m = modified[key];
     const o = getOwn(original, key);
-    if (o !== undefined && jsonEquals(o, m)) continue;
+    if (o !== undefined && jsonEqual(o, m)) continue;
     if (isJsonObject(o) && isJsonObject(m)) setOwn(patch, key, diff(o, m));
     else setOwn(patch, key, deepClone(m));
   }

@@ -97,28 +97,3 @@ export function assertMaxDepth(doc: unknown, max: number = MAX_PATCH_DEPTH, what
     for (const c of children) if (typeof c === 'object' && c !== null) stack.push([c, depth + 1]);
   }
 }
-
-/** JSON equality: key order does not matter. Iterative. */
-export function jsonEquals(a: unknown, b: unknown): boolean {
-  const stack: [unknown, unknown][] = [[a, b]];
-  while (stack.length > 0) {
-    const [x, y] = stack.pop()!;
-    if (x === y) continue;
-    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null) return false;
-    if (Array.isArray(x) !== Array.isArray(y)) return false;
-    if (Array.isArray(x) && Array.isArray(y)) {
-      if (x.length !== y.length) return false;
-      for (let i = 0; i < x.length; i++) stack.push([x[i], y[i]]);
-      continue;
-    }
-    const xo = x as Record<string, unknown>;
-    const yo = y as Record<string, unknown>;
-    const xk = Object.keys(xo);
-    if (xk.length !== Object.keys(yo).length) return false;
-    for (const k of xk) {
-      if (!Object.hasOwn(yo, k)) return false;
-      stack.push([xo[k], yo[k]]);
-    }
-  }
-  return true;
-}
