@@ -144,7 +144,7 @@ export class KubeClient {
 
   /** One request with retries; returns the raw response of any status. */
   async rawRequest(req: RequestOptions): Promise<TransportResponse> {
-    const policy = { ...this.retry, ...req.retry };
+    const policy = req.retry ? { ...this.retry, ...req.retry } : this.retry;
     const headers: Record<string, string> = { Accept: req.accept ?? 'application/json' };
     let body: string | undefined;
     if (req.body !== undefined) {
@@ -254,7 +254,20 @@ export class KubeClient {
     let first: ObjectList<T> | undefined;
     let cont: string | undefined;
     do {
-      const page: ObjectList<T> = await this.list<T>(res, { ...opts, limit: pageSize, continue: cont });
+      // Later pages carry only the continue token: it pins the version, and the
+      // apiserver refuses a resourceVersion next to it.
+      const page: ObjectList<T> = await this.list<T>(
+        res,
+        cont
+          ? {
+              ...opts,
+              limit: pageSize,
+              continue: cont,
+              resourceVersion: undefined,
+              resourceVersionMatch: undefined,
+            }
+          : { ...opts, limit: pageSize },
+      );
       if (!first) first = page;
       else first.items.push(...page.items);
       cont = page.metadata?.continue || undefined;

@@ -37,6 +37,13 @@ export interface InformerOptions<T> {
   backoff?: { baseDelayMs: number; maxDelayMs: number };
   /** Told about list/watch failures (they are retried regardless). */
   onError?: (err: unknown) => void;
+  /**
+   * List the first time with resourceVersion=0, as client-go does: the apiserver
+   * answers from its watch cache (any recent state, in one response) instead of
+   * reading every page from the store. Relists after 410 Gone always read the
+   * latest state. Default true.
+   */
+  initialListFromCache?: boolean;
 }
 
 export class Informer<T extends KubeObject = KubeObject> {
@@ -172,16 +179,20 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   private async listAndReplace(signal: AbortSignal): Promise<void> {
+    const fromCache = this.relists === 0 && (this.opts.initialListFromCache ?? true);
     const list = await this.client.listAll<T>(this.resource, {
       namespace: this.opts.namespace,
       labelSelector: this.opts.labelSelector,
       fieldSelector: this.opts.fieldSelector,
       limit: this.opts.pageSize ?? 500,
+      resourceVersion: fromCache ? '0' : undefined,
       signal,
     });
     if (signal.aborted) return;
     this.relists++;
-    const items = list.items.map((o) => this.withKind(o));
+    // The list's items are fresh from JSON.parse and ours: fill in their kind in place.
+    const items = list.items;
+    for (const o of items) this.setKind(o);
     const previous = new Map(this.store.listKeys().map((k) => [k, this.store.getByKey(k)!]));
     const removed = this.store.replace(items);
     this.lastResourceVersion = list.metadata?.resourceVersion ?? '';
@@ -203,12 +214,13 @@ export class Informer<T extends KubeObject = KubeObject> {
   }
 
   /** List items come without kind/apiVersion; fill them in so handlers can rely on them. */
-  private withKind(obj: T): T {
+  private setKind(obj: T): T {
     if (obj.kind || !this.resource.kind) return obj;
-    const apiVersion = this.resource.group
+    obj.kind = this.resource.kind;
+    obj.apiVersion = this.resource.group
       ? `${this.resource.group}/${this.resource.version}`
       : this.resource.version;
-    return { ...obj, kind: this.resource.kind, apiVersion };
+    return obj;
   }
 
   /** One watch request; returns whether any event arrived. Throws on stream failure. */
@@ -246,7 +258,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       if (rv) this.lastResourceVersion = rv;
       return;
     }
-    const obj = this.withKind(ev.object);
+    const obj = this.setKind(ev.object);
     if (ev.type === 'ADDED' || ev.type === 'MODIFIED') {
       const old = this.store.set(obj);
       for (const h of this.handlers) {

@@ -30,15 +30,31 @@ export function resourcePath(
 
 export type QueryValue = string | number | boolean | undefined | null | readonly string[];
 
+/** Characters application/x-www-form-urlencoded leaves as they are (as URLSearchParams does). */
+const formSafe = /^[A-Za-z0-9*\-._]*$/;
+
+/** One value encoded exactly as URLSearchParams would, without building one: this runs per request. */
+function formEncode(s: string): string {
+  if (formSafe.test(s)) return s;
+  // A lone surrogate makes encodeURIComponent throw; URLSearchParams writes U+FFFD for it.
+  if (/[\uD800-\uDFFF]/.test(s)) return new URLSearchParams([['', s]]).toString().slice(1);
+  return encodeURIComponent(s)
+    .replace(/[!'()~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replace(/%20/g, '+');
+}
+
 /** `?a=1&b=x` from the defined values only (arrays repeat the key). */
 export function queryString(query: Record<string, QueryValue> | undefined): string {
   if (!query) return '';
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) {
+  let s = '';
+  for (const k in query) {
+    const v = query[k];
     if (v === undefined || v === null || v === '') continue;
-    if (Array.isArray(v)) for (const item of v) params.append(k, item);
-    else params.append(k, String(v));
+    if (Array.isArray(v)) {
+      for (const item of v) s += `${s ? '&' : '?'}${formEncode(k)}=${formEncode(item)}`;
+    } else {
+      s += `${s ? '&' : '?'}${formEncode(k)}=${formEncode(String(v))}`;
+    }
   }
-  const s = params.toString();
-  return s ? `?${s}` : '';
+  return s;
 }

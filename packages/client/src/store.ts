@@ -70,9 +70,23 @@ export class IndexedStore<T extends KubeObject> {
   set(obj: T): T | undefined {
     const key = objectKey(obj);
     const old = this.items.get(key);
-    if (old) this.unindex(key, old);
     this.items.set(key, obj);
-    for (const [name, fn] of this.indexers) this.indexOne(this.indices.get(name)!, fn, key, obj);
+    for (const [name, fn] of this.indexers) {
+      const index = this.indices.get(name)!;
+      if (old) {
+        // Most updates keep their index values (a pod keeps its namespace): leave those alone.
+        const before = fn(old);
+        const after = fn(obj);
+        if (sameValues(before, after)) continue;
+        for (const v of before) {
+          const keys = index.get(v);
+          if (!keys) continue;
+          keys.delete(key);
+          if (keys.size === 0) index.delete(v);
+        }
+      }
+      this.indexOne(index, fn, key, obj);
+    }
     return old;
   }
 
@@ -155,4 +169,10 @@ export class IndexedStore<T extends KubeObject> {
     for (const o of objs) this.set(o);
     return removed;
   }
+}
+
+function sameValues(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

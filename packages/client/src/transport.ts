@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import * as http from 'node:http';
 import * as https from 'node:https';
+import { isIP } from 'node:net';
 import * as tls from 'node:tls';
 import { ConnectionError, describeNetworkError, RequestTimeoutError } from './errors.js';
 import type { ClientConfig } from './kubeconfig.js';
@@ -77,12 +78,15 @@ export class HttpTransport implements Transport {
   private readonly mod: typeof http | typeof https;
   private readonly tokens: TokenSource;
   private readonly userAgent: string;
+  /** The server URL's path without trailing slashes, put before every request path. */
+  private readonly basePath: string;
 
   constructor(config: ClientConfig, opts: HttpTransportOptions = {}) {
     this.url = new URL(config.server);
     const secure = this.url.protocol === 'https:';
     this.host = `${this.url.hostname}:${this.url.port || (secure ? '443' : '80')}`;
     this.mod = secure ? https : http;
+    this.basePath = this.url.pathname.replace(/\/+$/, '');
     const agentOpts: https.AgentOptions = {
       keepAlive: true,
       maxSockets: opts.maxSockets ?? 64,
@@ -98,7 +102,10 @@ export class HttpTransport implements Transport {
         key: config.key,
       });
       if (config.insecureSkipTLSVerify) agentOpts.rejectUnauthorized = false;
-      if (config.tlsServerName) agentOpts.servername = config.tlsServerName;
+      // The SNI name, settled once: left unset, the agent works it out again for every
+      // request (parsing the host, testing it against IP patterns). No SNI for an IP address.
+      agentOpts.servername =
+        config.tlsServerName || (isIP(this.url.hostname.replace(/^\[|\]$/g, '')) ? '' : this.url.hostname);
     }
     this.agent = secure ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
     this.tokens = new TokenSource(config.token, config.tokenFile);
@@ -123,13 +130,12 @@ export class HttpTransport implements Transport {
       }
       if (token) headers.Authorization = `Bearer ${token}`;
       if (req.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(req.body));
-      const basePath = this.url.pathname.replace(/\/+$/, '');
       const r = this.mod.request({
         protocol: this.url.protocol,
         hostname: this.url.hostname,
         port: this.url.port,
         method: req.method,
-        path: basePath + req.path,
+        path: this.basePath + req.path,
         headers,
         agent: this.agent,
         signal: req.signal,
@@ -162,13 +168,23 @@ export class HttpTransport implements Transport {
     const res = await this.open(req);
     const timer = (res as IncomingMessage & { kubitTimer?: NodeJS.Timeout }).kubitTimer;
     try {
-      const chunks: Buffer[] = [];
-      for await (const chunk of res) chunks.push(chunk as Buffer);
-      return {
-        statusCode: res.statusCode ?? 0,
-        headers: res.headers,
-        body: Buffer.concat(chunks).toString('utf8'),
-      };
+      // Plain 'data'/'end' listeners: an async iterator over the response costs a
+      // promise per chunk, and a daemon reads thousands of small bodies a second.
+      const body = await new Promise<string>((resolveBody, reject) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolveBody(
+            chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8'),
+          ),
+        );
+        res.on('error', reject);
+        // A socket that closes before the body ends (aborted, server gone) never emits 'end'.
+        res.on('close', () => {
+          if (!res.complete) reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+        });
+      });
+      return { statusCode: res.statusCode ?? 0, headers: res.headers, body };
     } catch (e) {
       if (e instanceof ConnectionError || (e as Error).name === 'AbortError') throw e;
       throw describeNetworkError(e as NodeJS.ErrnoException, this.host);

@@ -25,11 +25,25 @@ export class LineSplitter {
   constructor(private readonly maxLine = 32 * 1024 * 1024) {}
 
   push(chunk: string): string[] {
-    const text = this.pending + chunk;
-    const lines = text.split('\n');
-    this.pending = lines.pop() ?? '';
+    const lines: string[] = [];
+    let text = chunk;
+    let from = 0;
+    let nl = text.indexOf('\n');
+    if (nl >= 0 && this.pending !== '') {
+      // Only the first line of a chunk can continue the previous one.
+      text = this.pending + chunk;
+      nl += this.pending.length;
+    }
+    if (nl >= 0) this.pending = '';
+    for (; nl >= 0; nl = text.indexOf('\n', from)) {
+      // Blank lines (keep-alives) are skipped; a line is only ever trimmed to test that.
+      if (nl > from && (text.charCodeAt(from) > 32 || text.slice(from, nl).trim() !== ''))
+        lines.push(text.slice(from, nl));
+      from = nl + 1;
+    }
+    this.pending += from === 0 ? text : text.slice(from);
     if (this.pending.length > this.maxLine) throw new Error(`watch event larger than ${this.maxLine} bytes`);
-    return lines.filter((l) => l.trim() !== '');
+    return lines;
   }
 
   flush(): string[] {

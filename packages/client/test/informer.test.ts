@@ -131,6 +131,12 @@ describe('Informer', () => {
     assert.deepEqual(deletes, [['b', true]]);
     assert.equal(inf.store.size, 2);
     await inf.stop();
+    // The first list may come from the apiserver's watch cache (resourceVersion=0);
+    // the relist after 410 asks for the latest state (no resourceVersion).
+    const lists = api.requests.filter((r) => r.startsWith('GET /api/v1/pods?limit'));
+    assert.equal(lists.length, 2);
+    assert.match(lists[0], /[?&]resourceVersion=0(&| |$)/);
+    assert.doesNotMatch(lists[1], /resourceVersion=/);
   });
 
   it('shares one informer per resource in a factory and replays existing objects to late handlers', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { StatusError } from '@kubit/api';
+import fc from 'fast-check';
 import { KubeClient } from '../src/client.js';
 import { ConnectionError, errorFromResponse } from '../src/errors.js';
 import { queryString, resourcePath } from '../src/paths.js';
@@ -29,6 +30,29 @@ describe('paths', () => {
     assert.equal(
       queryString({ labelSelector: 'app=web,tier!=db', limit: 5, continue: '', x: undefined }),
       '?labelSelector=app%3Dweb%2Ctier%21%3Ddb&limit=5',
+    );
+  });
+  it('encodes any value exactly as URLSearchParams does', () => {
+    const viaUrlSearchParams = (q: Record<string, string | string[]>): string => {
+      const params = new URLSearchParams();
+      for (const [k, v] of Object.entries(q)) {
+        if (v === '') continue;
+        if (Array.isArray(v)) for (const item of v) params.append(k, item);
+        else params.append(k, v);
+      }
+      const s = params.toString();
+      return s ? `?${s}` : '';
+    };
+    const text = fc.oneof(
+      fc.string(),
+      fc.string({ unit: 'binary' }),
+      fc.constantFrom("a b!'()~*-._", 'x\uD800y'),
+    );
+    fc.assert(
+      fc.property(fc.dictionary(text, fc.oneof(text, fc.array(text, { maxLength: 3 }))), (q) => {
+        assert.equal(queryString(q), viaUrlSearchParams(q));
+      }),
+      { numRuns: 500 },
     );
   });
 });
@@ -94,6 +118,33 @@ describe('retry policy', () => {
 });
 
 describe('KubeClient over a transport', () => {
+  it('lists every page, sending the resourceVersion only with the first', async () => {
+    const paths: string[] = [];
+    const transport = {
+      host: 'fake:443',
+      close() {},
+      stream: () => Promise.reject(new Error('no streams here')),
+      async request(req: { path: string }) {
+        paths.push(req.path);
+        const second = req.path.includes('continue=');
+        const body = {
+          kind: 'PodList',
+          apiVersion: 'v1',
+          metadata: { resourceVersion: '7', ...(second ? {} : { continue: 'tok' }) },
+          items: [{ metadata: { name: second ? 'b' : 'a' } }],
+        };
+        return { statusCode: 200, headers: {}, body: JSON.stringify(body) };
+      },
+    };
+    const c = new KubeClient(cfg, { transport });
+    const all = await c.listAll(resources.pods, { limit: 1, resourceVersion: '0' });
+    assert.deepEqual(
+      all.items.map((o) => o.metadata?.name),
+      ['a', 'b'],
+    );
+    assert.deepEqual(paths, ['/api/v1/pods?limit=1&resourceVersion=0', '/api/v1/pods?limit=1&continue=tok']);
+  });
+
   it('does CRUD with namespaces and typed results', async () => {
     const api = new FakeApi();
     const c = new KubeClient(cfg, { transport: api });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { StatusError } from '@kubit/api';
+import fc from 'fast-check';
 import { ConnectionError } from '../src/errors.js';
 import type { KubeObject } from '../src/types.js';
 import { LineSplitter, parseWatchEvent, Watch } from '../src/watch.js';
@@ -17,6 +18,32 @@ describe('watch stream', () => {
     assert.deepEqual(s.push(':2}\n\n'), ['{"b":2}']);
     assert.deepEqual(s.flush(), []);
     assert.throws(() => parseWatchEvent('{"type":"ADDED"}'), /malformed/);
+  });
+
+  it('gives the same non-blank lines however the stream is cut into chunks', () => {
+    const line = fc.oneof(
+      fc.string({ unit: fc.constantFrom('a', 'b', ' ', '\t', '{', '}', '"') }),
+      fc.constant(''),
+    );
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 8 }), fc.array(fc.nat(40), { maxLength: 6 }), (lines, cuts) => {
+        const text = lines.map((l) => `${l}\n`).join('');
+        const s = new LineSplitter();
+        const got: string[] = [];
+        let at = 0;
+        for (const c of [...cuts].sort((a, b) => a - b)) {
+          const to = Math.min(c, text.length);
+          if (to > at) got.push(...s.push(text.slice(at, to)));
+          at = Math.max(at, to);
+        }
+        got.push(...s.push(text.slice(at)), ...s.flush());
+        assert.deepEqual(
+          got,
+          lines.filter((l) => l.trim() !== ''),
+        );
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('iterates events and ends when the server closes', async () => {

@@ -90,35 +90,54 @@ export class SchedulingAlgorithm {
   ): NodeInfo[] {
     const n = all.length;
     const want = numFeasibleNodesToFind(n, fwk.percentageOfNodesToScore);
-    const feasible: NodeInfo[] = [];
+    // One array for every cycle: it only lives until the cycle has picked a node.
+    const feasible = this.feasible;
+    feasible.length = 0;
     // Rejections are kept in flat arrays and turned into the per-node map only
-    // when the pod fits nowhere: most cycles never need it.
-    const rejected: NodeInfo[] = [];
-    const rejectedBy: number[] = [];
-    const rejectedStatus: Status[] = [];
+    // when the pod fits nowhere: most cycles never need it (nor these arrays).
+    let rejected: NodeInfo[] | null = null;
+    let rejectedBy: number[] = [];
+    let rejectedStatus: Status[] = [];
     const start = this.nextStartNodeIndex % n;
+    const plugins = fwk.filter;
+    const active = fwk.activeFilters(state);
     let processed = 0;
+    // Nodes are visited from `start`, wrapping around, without a modulo per node.
+    let idx = start;
     for (; processed < n && feasible.length < want; processed++) {
-      const node = all[(start + processed) % n];
-      const i = fwk.runFilterIndexed(state, pod, node, h);
-      if (i < 0) {
+      const node = all[idx];
+      idx = idx + 1 === n ? 0 : idx + 1;
+      let status: Status | null = null;
+      let by = -1;
+      for (let k = 0; k < active.length; k++) {
+        status = plugins[active[k]].filter(state, pod, node, h);
+        if (status !== null) {
+          by = active[k];
+          break;
+        }
+      }
+      if (status === null) {
         feasible.push(node);
         continue;
       }
-      const s = fwk.lastFilterStatus!;
-      if (s.code === 'Error') {
+      if (status.code === 'Error') {
         throw new Error(
-          `running Filter plugin ${fwk.filter[i].name} on node ${node.name}: ${s.reasons.join(', ')}`,
+          `running Filter plugin ${plugins[by].name} on node ${node.name}: ${status.reasons.join(', ')}`,
         );
       }
+      if (rejected === null) {
+        rejected = [];
+        rejectedBy = [];
+        rejectedStatus = [];
+      }
       rejected.push(node);
-      rejectedBy.push(i);
-      rejectedStatus.push(s);
+      rejectedBy.push(by);
+      rejectedStatus.push(status);
     }
     // Start the next pod where this one stopped, so every node gets its turn.
     this.nextStartNodeIndex = (start + processed) % n;
-    this.lastRejected = rejected.length;
-    if (feasible.length === 0) {
+    this.lastRejected = rejected?.length ?? 0;
+    if (feasible.length === 0 && rejected !== null) {
       for (let k = 0; k < rejected.length; k++) {
         statuses.set(rejected[k].name, { status: rejectedStatus[k], plugin: fwk.filter[rejectedBy[k]].name });
       }
@@ -127,6 +146,7 @@ export class SchedulingAlgorithm {
   }
 
   private lastRejected = 0;
+  private readonly feasible: NodeInfo[] = [];
 
   private selectHost(nodes: readonly NodeInfo[], scores: Float64Array): string {
     let best = 0;

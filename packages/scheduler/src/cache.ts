@@ -7,7 +7,7 @@
 // the cache in the middle of one; the snapshot hands out the live NodeInfos and
 // only rebuilds its node lists when nodes come or go or affinity pods move.
 // A snapshot must therefore not be kept across an `await`.
-import { NodeInfo } from './node-info.js';
+import { NodeInfo, NodeTrait } from './node-info.js';
 import { hasAffinityTerms, newPodInfo, type PodInfo, podKey } from './pod-info.js';
 import { TermIndex } from './term-index.js';
 import type { Node, Pod } from './types.js';
@@ -27,7 +27,17 @@ export interface Snapshot {
   get(name: string): NodeInfo | undefined;
   /** Existing pods' affinity terms, by distinct term. */
   readonly existingTerms: TermIndex;
+  /** How many nodes (with a Node object) have the NodeTrait bit, so plugins can skip work none needs. */
+  nodesWithTrait(trait: number): number;
+  /**
+   * The nodes running pods that carry a label, as a label-pair key ("namespace\0key=value",
+   * see labelPairKey), with how many such pods each runs (nodes already deleted included).
+   * Lets a single-label affinity term find its pods without visiting every node.
+   */
+  nodesWithPodLabel(pairKey: string): ReadonlyMap<NodeInfo, number> | undefined;
 }
+
+const traitBits = [NodeTrait.Unschedulable, NodeTrait.HardTaint, NodeTrait.SoftTaint];
 
 export interface CacheOptions {
   /** How long an assumed pod whose binding succeeded waits for the watch to confirm it. */
@@ -43,6 +53,9 @@ export class SchedulerCache implements Snapshot {
   private nodeList: NodeInfo[] = [];
   private nodeListDirty = true;
   readonly existingTerms = new TermIndex();
+  /** Per NodeTrait bit (in traitBits order), how many nodes have it. */
+  private readonly traitCounts = traitBits.map(() => 0);
+  private readonly podLabelNodes = new Map<string, Map<NodeInfo, number>>();
 
   constructor(opts: CacheOptions = {}) {
     this.ttlMs = opts.assumedPodTtlMs ?? 30_000;
@@ -59,13 +72,47 @@ export class SchedulerCache implements Snapshot {
       this.nodeInfos.set(name, ni);
     }
     if (ni.node === null) this.nodeListDirty = true;
+    else this.countTraits(ni.traits, -1);
     ni.setNode(node);
+    this.countTraits(ni.traits, 1);
     return ni;
+  }
+
+  private countTraits(traits: number, sign: 1 | -1): void {
+    if (traits === 0) return;
+    for (let i = 0; i < traitBits.length; i++) if ((traits & traitBits[i]) !== 0) this.traitCounts[i] += sign;
+  }
+
+  nodesWithTrait(trait: number): number {
+    let n = 0;
+    for (let i = 0; i < traitBits.length; i++) if ((trait & traitBits[i]) !== 0) n += this.traitCounts[i];
+    return n;
+  }
+
+  nodesWithPodLabel(pairKey: string): ReadonlyMap<NodeInfo, number> | undefined {
+    return this.podLabelNodes.get(pairKey);
+  }
+
+  private countPodLabels(info: PodInfo, ni: NodeInfo, sign: 1 | -1): void {
+    for (const pair of info.labelPairs) {
+      let nodes = this.podLabelNodes.get(pair);
+      if (!nodes) {
+        if (sign < 0) continue;
+        nodes = new Map();
+        this.podLabelNodes.set(pair, nodes);
+      }
+      const n = (nodes.get(ni) ?? 0) + sign;
+      if (n > 0) nodes.set(ni, n);
+      else nodes.delete(ni);
+      if (nodes.size === 0) this.podLabelNodes.delete(pair);
+    }
   }
 
   removeNode(name: string): void {
     const ni = this.nodeInfos.get(name);
     if (!ni) return;
+    if (ni.node !== null) this.countTraits(ni.traits, -1);
+    ni.traits = 0;
     // Pods still on a deleted node keep a node-less entry until they are deleted,
     // as Kubernetes does, so their removal later balances the books.
     if (ni.pods.size === 0) this.nodeInfos.delete(name);
@@ -144,6 +191,7 @@ export class SchedulerCache implements Snapshot {
       this.nodeInfos.set(nodeName, ni);
     }
     ni.addPod(info);
+    this.countPodLabels(info, ni, 1);
     if (hasAffinityTerms(info)) this.existingTerms.add(info, ni);
     this.podStates.set(info.key, { info, nodeName, assumed: false, bindingFinished: false, deadline: 0 });
   }
@@ -155,6 +203,7 @@ export class SchedulerCache implements Snapshot {
     const ni = this.nodeInfos.get(st.nodeName);
     if (!ni) return;
     ni.removePod(key);
+    this.countPodLabels(st.info, ni, -1);
     if (hasAffinityTerms(st.info)) this.existingTerms.remove(st.info, ni);
     if (ni.node === null && ni.pods.size === 0) this.nodeInfos.delete(st.nodeName);
   }

@@ -55,6 +55,8 @@ export interface DaemonOptions {
   bindAddress: string;
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
+  /** Replaces the config's top-level percentageOfNodesToScore (profiles that set their own keep it). */
+  percentageOfNodesToScore?: number;
 }
 
 export async function runDaemon(o: DaemonOptions): Promise<void> {
@@ -65,7 +67,8 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
   } catch (err) {
     throw new StartupError((err as Error).message);
   }
-  const frameworks = cfg.profiles.map((p) => buildFramework(p, cfg.percentageOfNodesToScore));
+  const percentage = o.percentageOfNodesToScore ?? cfg.percentageOfNodesToScore;
+  const frameworks = cfg.profiles.map((p) => buildFramework(p, percentage));
 
   let client: KubeClient;
   let eventClient: KubeClient;

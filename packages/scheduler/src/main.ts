@@ -50,6 +50,12 @@ const program = new Command('kubit-scheduler')
   .option('--bind-address <ip>', 'address for the health and metrics server', '0.0.0.0')
   .option('--tls-cert-file <file>', 'serving certificate for --secure-port (self-signed when absent)')
   .option('--tls-private-key-file <file>', 'key for --tls-cert-file')
+  .option(
+    '--percentage-of-nodes-to-score <percent>',
+    "nodes to find feasible before scoring, as a percentage of all nodes (overrides --config's top-level value; " +
+      '0: adaptive, as Kubernetes: 50% less 1% per 125 nodes, at least 5%; never fewer than 100 nodes)',
+    intArg(0, 100),
+  )
   .action(async (o) => {
     await runDaemon({
       kubeconfig: o.kubeconfig,
@@ -65,6 +71,7 @@ const program = new Command('kubit-scheduler')
       bindAddress: o.bindAddress,
       tlsCertFile: o.tlsCertFile,
       tlsPrivateKeyFile: o.tlsPrivateKeyFile,
+      percentageOfNodesToScore: o.percentageOfNodesToScore,
     });
   });
 

@@ -48,16 +48,36 @@ export function createSchedulerMetrics(registry: Registry, queueSizes: () => Que
       this.set({ queue: 'unschedulable' }, s.unschedulable);
     },
   });
+  // prom-client hashes the label object on every observe; each pod observes three
+  // histograms, so the labelled children are looked up once and kept.
+  const attemptChildren = new Map<string, { inc(): void; observe(v: number): void }>();
+  const attemptChild = (result: string, profile: string) => {
+    const key = `${result}\0${profile}`;
+    let c = attemptChildren.get(key);
+    if (!c) {
+      const counter = attempts.labels({ result, profile });
+      const histogram = attemptDuration.labels({ result, profile });
+      c = { inc: () => counter.inc(), observe: (v) => histogram.observe(v) };
+      attemptChildren.set(key, c);
+    }
+    return c;
+  };
+  const e2eByAttempts: ReturnType<typeof e2e.labels>[] = [];
+  const bindingOk = binding.labels({ result: 'success' });
+  const bindingError = binding.labels({ result: 'error' });
   return {
     attempt(result, profile, seconds) {
-      attempts.inc({ result, profile });
-      attemptDuration.observe({ result, profile }, seconds);
+      const c = attemptChild(result, profile);
+      c.inc();
+      c.observe(seconds);
     },
     podScheduled(e2eSeconds, n) {
-      e2e.observe({ attempts: n >= 16 ? '16+' : String(n) }, e2eSeconds);
+      const i = Math.min(n, 16);
+      e2eByAttempts[i] ??= e2e.labels({ attempts: n >= 16 ? '16+' : String(n) });
+      e2eByAttempts[i].observe(e2eSeconds);
     },
     bindingDone(seconds, ok) {
-      binding.observe({ result: ok ? 'success' : 'error' }, seconds);
+      (ok ? bindingOk : bindingError).observe(seconds);
     },
   };
 }

@@ -62,6 +62,8 @@ export class SchedulingQueue {
   /** Pods popped and not yet done, with the event sequence number at the time they were popped. */
   private readonly inFlight = new Map<string, number>();
   private events: { seq: number; ev: ClusterEvent }[] = [];
+  /** Events before this index are older than every pod in flight: no one needs them. */
+  private eventsHead = 0;
   private eventSeq = 0;
   private waiters: ((q: QueuedPodInfo | null) => void)[] = [];
   private closed = false;
@@ -170,13 +172,18 @@ export class SchedulingQueue {
   private markPopped(q: QueuedPodInfo): void {
     q.attempts++;
     q.initialAttemptTimestamp ??= this.now();
+    // Deleted first so the map stays in order of popping: its first entry is the oldest.
+    this.inFlight.delete(q.info.key);
     this.inFlight.set(q.info.key, this.eventSeq);
   }
 
   /** The scheduling attempt for this pod is over (whatever happened to it). */
   done(key: string): void {
     this.inFlight.delete(key);
-    if (this.inFlight.size === 0) this.events = [];
+    if (this.inFlight.size === 0) {
+      this.events = [];
+      this.eventsHead = 0;
+    }
   }
 
   /**
@@ -188,7 +195,11 @@ export class SchedulingQueue {
     if (since === undefined) return; // deleted (or re-added) while in flight
     q.unschedulablePlugins = rejectors;
     this.stamp(q);
-    const missed = this.events.some((e) => e.seq > since && this.helps(q, e.ev));
+    let missed = false;
+    for (let i = this.eventsHead; i < this.events.length && !missed; i++) {
+      const e = this.events[i];
+      missed = e.seq > since && this.helps(q, e.ev);
+    }
     this.done(q.info.key);
     if (this.has(q.info.key)) return;
     if (missed) this.backoffQ.push(q);
@@ -208,8 +219,7 @@ export class SchedulingQueue {
   onEvent(ev: ClusterEvent): number {
     if (this.inFlight.size > 0) {
       this.events.push({ seq: ++this.eventSeq, ev });
-      if (this.events.length > maxRememberedEvents)
-        this.events.splice(0, this.events.length - maxRememberedEvents);
+      this.forgetOldEvents();
     }
     let moved = 0;
     for (const [key, q] of this.unschedulable) {
@@ -219,6 +229,25 @@ export class SchedulingQueue {
       moved++;
     }
     return moved;
+  }
+
+  /**
+   * Drops the events every pod in flight was popped after (during a burst pods stay
+   * in flight while their bindings run, so the list would otherwise grow to its cap
+   * and be shifted on every event), and keeps at most maxRememberedEvents.
+   */
+  private forgetOldEvents(): void {
+    const oldest = this.inFlight.values().next().value ?? this.eventSeq;
+    const events = this.events;
+    let head = this.eventsHead;
+    while (head < events.length && events[head].seq <= oldest) head++;
+    head = Math.max(head, events.length - maxRememberedEvents);
+    // Compact now and then rather than shifting the array on every event.
+    if (head > 1024 && head * 2 > events.length) {
+      events.splice(0, head);
+      head = 0;
+    }
+    this.eventsHead = head;
   }
 
   /** Whether `ev` could make `q` schedulable, per the plugins that rejected it. */

@@ -18,6 +18,13 @@ export class TermIndex {
   readonly requiredAnti = new Map<string, TermEntry>();
   /** Terms that feed InterPodAffinity's score: required affinity (hard weight) and preferred terms. */
   readonly scoring = new Map<string, TermEntry>();
+  /**
+   * requiredAnti again, split for lookup by the incoming pod: terms that select one
+   * label in one namespace by that label-pair key (a pod can only match the ones
+   * keyed by its own labels), and every other term, which has to be tested.
+   */
+  readonly requiredAntiByLabel = new Map<string, Set<TermEntry>>();
+  readonly requiredAntiOther = new Set<TermEntry>();
 
   add(p: PodInfo, node: NodeInfo): void {
     this.apply(p, node, 1);
@@ -47,10 +54,34 @@ export class TermIndex {
       if (sign < 0) return;
       e = { kind, term, nodes: new Map() };
       m.set(key, e);
+      if (kind === 'requiredAnti') this.indexAnti(e, 1);
     }
     const n = (e.nodes.get(node) ?? 0) + sign;
     if (n > 0) e.nodes.set(node, n);
     else e.nodes.delete(node);
-    if (e.nodes.size === 0) m.delete(key);
+    if (e.nodes.size === 0) {
+      m.delete(key);
+      if (kind === 'requiredAnti') this.indexAnti(e, -1);
+    }
+  }
+
+  private indexAnti(e: TermEntry, sign: 1 | -1): void {
+    const label = e.term.countKey;
+    if (label === null) {
+      if (sign > 0) this.requiredAntiOther.add(e);
+      else this.requiredAntiOther.delete(e);
+      return;
+    }
+    let set = this.requiredAntiByLabel.get(label);
+    if (sign > 0) {
+      if (!set) {
+        set = new Set();
+        this.requiredAntiByLabel.set(label, set);
+      }
+      set.add(e);
+    } else if (set) {
+      set.delete(e);
+      if (set.size === 0) this.requiredAntiByLabel.delete(label);
+    }
   }
 }

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { SchedulingAlgorithm } from '../src/algorithm.js';
 import { SchedulerCache } from '../src/cache.js';
+import { buildFramework } from '../src/framework/profile.js';
 import {
   CycleState,
   type FilterPlugin,
@@ -602,5 +604,36 @@ describe('PodTopologySpread', () => {
       runFilter(new PodTopologySpread(), [...zones, node('bare')], [], spread(1), 'bare'),
       "node(s) didn't match pod topology spread constraints (missing required label)",
     );
+  });
+});
+
+describe('skipping checks no node needs', () => {
+  it('runs the cordon and taint checks again once a node is cordoned or tainted', () => {
+    const cache = new SchedulerCache();
+    for (const n of ['n1', 'n2', 'n3']) cache.addOrUpdateNode(node(n));
+    const fwk = buildFramework();
+    const alg = new SchedulingAlgorithm({ random: () => 0 });
+    const place = (name: string) => {
+      try {
+        return alg.schedule(fwk, cache.snapshot(), newPodInfo(pod(name))).nodeName;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    };
+    assert.match(place('a'), /^n[123]$/);
+    cache.addOrUpdateNode(node('n1', { unschedulable: true }));
+    cache.addOrUpdateNode(node('n2', { taints: [{ key: 'k', value: 'v', effect: 'NoSchedule' }] }));
+    for (let i = 0; i < 6; i++) assert.equal(place(`b${i}`), 'n3');
+    cache.addOrUpdateNode(node('n3', { taints: [{ key: 'k', value: 'v', effect: 'NoExecute' }] }));
+    assert.equal(
+      place('c'),
+      '0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint {k: v}.',
+    );
+    // PreferNoSchedule taints are scored again once a node has one: the clean node wins.
+    cache.addOrUpdateNode(node('n1'));
+    cache.addOrUpdateNode(node('n2'));
+    cache.addOrUpdateNode(node('n3', { taints: [{ key: 'k', effect: 'PreferNoSchedule' }] }));
+    cache.addOrUpdateNode(node('n2', { taints: [{ key: 'k', effect: 'PreferNoSchedule' }] }));
+    for (let i = 0; i < 6; i++) assert.equal(place(`d${i}`), 'n1');
   });
 });

@@ -103,6 +103,25 @@ describe('SchedulingQueue', () => {
     assert.deepEqual(q.sizes(), { active: 0, backoff: 1, unschedulable: 1 });
   });
 
+  it('while many pods are in flight, forgets only events older than all of them', () => {
+    const { q } = setup();
+    for (let i = 0; i < 3000; i++) q.add(newPodInfo(pod(`p${i}`)));
+    const inFlight: QueuedPodInfo[] = [];
+    // A burst: pods are popped and finish in order, each event arriving with one in flight.
+    for (let i = 0; i < 2990; i++) {
+      inFlight.push(q.tryPop()!);
+      q.onEvent(ev('Pod', ActionType.Add));
+      if (inFlight.length > 5) q.done(inFlight.shift()!.info.key);
+    }
+    const remembered = (q as unknown as { events: unknown[] }).events.length;
+    assert.ok(remembered < 1100, `kept ${remembered} events`);
+    const late = q.tryPop()!;
+    q.onEvent(ev('Node', ActionType.Add)); // after `late` was popped: it must not be missed
+    for (const p of inFlight) q.done(p.info.key);
+    q.addUnschedulable(late, new Set(['NodeResourcesFit']));
+    assert.equal(q.sizes().backoff, 1, 'the Node add during its attempt sends it to backoff');
+  });
+
   it('retries pods left unschedulable for 5 minutes even without events', () => {
     const { q, advance } = setup();
     q.add(newPodInfo(pod('p')));

@@ -13,7 +13,8 @@
 // Each batch also reports the CPU time (utime+stime from /proc/<pid>/stat) each
 // process spent per bound pod: the machine is shared, so CPU per pod is the
 // measure that survives a busy host. KUBIT_SCHEDULER_CPU_PROF=<dir> profiles the
-// scheduler (a .cpuprofile lands there when it stops).
+// scheduler (a .cpuprofile lands there when it stops). KUBIT_SCHEDULER_MAIN=<main.ts>
+// runs the scheduler from another copy of its sources (with KUBIT_SOURCE=1), for A/B runs.
 //
 // The nodes are Node objects registered through the API (Ready, allocatable
 // cpu/memory/pods): the scheduler only needs nodes, not kubelets.
@@ -167,6 +168,9 @@ async function registerNodes(client: KubeClient, count: number): Promise<void> {
 
 function startScheduler(cp: ControlPlane, kubeconfig: string, port: number, name: string): TestProcess {
   const cmd = daemonCommand('scheduler', 'main.ts');
+  // For A/B runs of the scheduler from another tree (e.g. an older copy of its sources).
+  const otherMain = process.env.KUBIT_SCHEDULER_MAIN;
+  if (otherMain) cmd.args = [...cmd.args.slice(0, -1), otherMain];
   const profDir = process.env.KUBIT_SCHEDULER_CPU_PROF;
   return startProcess({
     name,

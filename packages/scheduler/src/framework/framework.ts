@@ -91,14 +91,7 @@ export class Framework {
    * the rejecting plugin (its status in lastFilterStatus), or -1 when the node passes.
    */
   runFilterIndexed(state: CycleState, pod: PodInfo, node: NodeInfo, h: Handle): number {
-    // The filters left after PreFilter's Skips, computed once per cycle.
-    let active = state.activeFilters;
-    if (active === null) {
-      active = [];
-      for (let i = 0; i < this.filter.length; i++)
-        if (!state.skipFilter.has(this.filter[i].name)) active.push(i);
-      state.activeFilters = active;
-    }
+    const active = state.activeFilters ?? this.activeFilters(state);
     const plugins = this.filter;
     for (let k = 0; k < active.length; k++) {
       const i = active[k];
@@ -109,6 +102,18 @@ export class Framework {
       }
     }
     return -1;
+  }
+
+  /** The indexes of the filters left after PreFilter's Skips, computed once per cycle. */
+  activeFilters(state: CycleState): number[] {
+    let active = state.activeFilters;
+    if (active === null) {
+      active = [];
+      for (let i = 0; i < this.filter.length; i++)
+        if (!state.skipFilter.has(this.filter[i].name)) active.push(i);
+      state.activeFilters = active;
+    }
+    return active;
   }
 
   runPreScore(state: CycleState, pod: PodInfo, nodes: readonly NodeInfo[], h: Handle): PluginStatus | null {
@@ -124,15 +129,28 @@ export class Framework {
     return null;
   }
 
-  /** Weighted sum of normalized scores per node, in the order of `nodes`. */
+  /** Score buffers reused from cycle to cycle (grown as needed): allocating them per pod feeds the GC. */
+  private totals = new Float64Array(0);
+  private scratch = new Float64Array(0);
+
+  /**
+   * Weighted sum of normalized scores per node, in the order of `nodes`. The result
+   * is only valid until the next call (its buffer is reused): read it at once.
+   */
   runScore(state: CycleState, pod: PodInfo, nodes: readonly NodeInfo[], h: Handle): Float64Array {
-    const totals = new Float64Array(nodes.length);
-    const scratch = new Float64Array(nodes.length);
+    const n = nodes.length;
+    if (this.totals.length < n) {
+      this.totals = new Float64Array(Math.max(n, this.totals.length * 2));
+      this.scratch = new Float64Array(this.totals.length);
+    }
+    const totals = this.totals.subarray(0, n);
+    const scratch = this.scratch.subarray(0, n);
+    totals.fill(0);
     for (const { plugin, weight } of this.score) {
       if (state.skipScore.has(plugin.name)) continue;
-      for (let i = 0; i < nodes.length; i++) scratch[i] = plugin.score(state, pod, nodes[i], h);
+      for (let i = 0; i < n; i++) scratch[i] = plugin.score(state, pod, nodes[i], h);
       plugin.normalizeScore?.(state, pod, scratch);
-      for (let i = 0; i < nodes.length; i++) totals[i] += scratch[i] * weight;
+      for (let i = 0; i < n; i++) totals[i] += scratch[i] * weight;
     }
     return totals;
   }

@@ -14,6 +14,7 @@ import {
 } from '../framework/types.js';
 import type { NodeInfo } from '../node-info.js';
 import { type AffinityTerm, type NamespaceLabels, type PodInfo, termMatches } from '../pod-info.js';
+import type { TermEntry } from '../term-index.js';
 import { nodeLabel } from './helpers.js';
 
 export const InterPodAffinityName = 'InterPodAffinity';
@@ -53,8 +54,20 @@ export function countMatchingPods(term: AffinityTerm, node: NodeInfo, nsLabels?:
   return n;
 }
 
+/** Adds up, by the term's topology value, the pods carrying the term's single label. */
+function countByLabel(snap: Snapshot, term: AffinityTerm, into: TopologyCounts): void {
+  const nodes = term.countKey === null ? undefined : snap.nodesWithPodLabel(term.countKey);
+  if (!nodes) return;
+  for (const [node, n] of nodes) {
+    if (node.node === null) continue;
+    const v = nodeLabel(node, term.topologyKey);
+    if (v !== undefined) bump(into, term.topologyKey, v, n);
+  }
+}
+
 interface PreFilterState {
-  existingAnti: TopologyCounts;
+  /** As an array: the filter walks it for every node. */
+  existingAnti: [string, Map<string, number>][];
   affinity: TopologyCounts;
   anti: TopologyCounts;
   /** No existing pod matches the incoming pod's affinity terms, but the pod matches them itself. */
@@ -102,28 +115,43 @@ export class InterPodAffinity implements PreFilterPlugin, FilterPlugin, PreScore
     }
     const ns = h.namespaceLabels;
     const existingAnti: TopologyCounts = new Map();
-    // Existing pods' required anti-affinity, indexed by distinct term: test each term once.
-    for (const e of existingTerms.requiredAnti.values()) {
-      if (!termMatches(e.term, pod, ns)) continue;
+    // Existing pods' required anti-affinity, by distinct term: only the terms keyed by
+    // one of the pod's own labels can select it, plus the terms that need a full test.
+    const addExisting = (e: TermEntry) => {
+      if (!termMatches(e.term, pod, ns)) return;
       for (const [node, n] of e.nodes) {
         if (node.node === null) continue; // pods left on a deleted node
         const v = nodeLabel(node, e.term.topologyKey);
         if (v !== undefined) bump(existingAnti, e.term.topologyKey, v, n);
       }
+    };
+    if (existingTerms.requiredAnti.size > 0) {
+      for (const pair of pod.labelPairs) {
+        const entries = existingTerms.requiredAntiByLabel.get(pair);
+        if (entries) for (const e of entries) addExisting(e);
+      }
+      for (const e of existingTerms.requiredAntiOther) addExisting(e);
     }
     const affinity: TopologyCounts = new Map();
     const anti: TopologyCounts = new Map();
-    if (pod.requiredAffinity.length > 0 || pod.requiredAntiAffinity.length > 0) {
-      const single = pod.requiredAffinity.length === 1 ? pod.requiredAffinity[0] : null;
+    // The pod's own terms. A term naming one label finds its pods through the cache's
+    // label index; the others (and several affinity terms, which must all match the
+    // same pod) walk every node.
+    const single = pod.requiredAffinity.length === 1 ? pod.requiredAffinity[0] : null;
+    if (single?.countKey != null) countByLabel(snap, single, affinity);
+    for (const t of pod.requiredAntiAffinity) if (t.countKey !== null) countByLabel(snap, t, anti);
+    const walkAffinity = pod.requiredAffinity.length > 0 && single?.countKey == null;
+    const walkAnti = pod.requiredAntiAffinity.some((t) => t.countKey === null);
+    if (walkAffinity || walkAnti) {
       for (const node of snap.nodes) {
         if (node.pods.size === 0) continue;
-        if (single) {
+        if (walkAffinity && single) {
           const v = nodeLabel(node, single.topologyKey);
           if (v !== undefined) {
             const n = countMatchingPods(single, node, ns);
             if (n > 0) bump(affinity, single.topologyKey, v, n);
           }
-        } else if (pod.requiredAffinity.length > 0) {
+        } else if (walkAffinity) {
           // Several terms: an existing pod counts only if it matches all of them.
           for (const existing of node.pods.values()) {
             if (!pod.requiredAffinity.every((t) => termMatches(t, existing, ns))) continue;
@@ -133,7 +161,9 @@ export class InterPodAffinity implements PreFilterPlugin, FilterPlugin, PreScore
             }
           }
         }
+        if (!walkAnti) continue;
         for (const t of pod.requiredAntiAffinity) {
+          if (t.countKey !== null) continue;
           const v = nodeLabel(node, t.topologyKey);
           if (v === undefined) continue;
           const n = countMatchingPods(t, node, ns);
@@ -143,7 +173,12 @@ export class InterPodAffinity implements PreFilterPlugin, FilterPlugin, PreScore
     }
     const selfAffinityAllowed =
       affinity.size === 0 && pod.requiredAffinity.every((t) => termMatches(t, pod, ns));
-    state.write(this.name, { existingAnti, affinity, anti, selfAffinityAllowed } satisfies PreFilterState);
+    state.write(this.name, {
+      existingAnti: [...existingAnti],
+      affinity,
+      anti,
+      selfAffinityAllowed,
+    } satisfies PreFilterState);
     return null;
   }
 
@@ -164,13 +199,16 @@ export class InterPodAffinity implements PreFilterPlugin, FilterPlugin, PreScore
       }
       if (!ok) return affinityRejected;
     }
-    for (const t of pod.requiredAntiAffinity) {
-      if (countAt(s.anti, t.topologyKey, node) > 0) return antiAffinityRejected;
+    if (s.anti.size > 0) {
+      for (const t of pod.requiredAntiAffinity) {
+        if (countAt(s.anti, t.topologyKey, node) > 0) return antiAffinityRejected;
+      }
     }
     // Checked last, as Kubernetes does, so replicas that repel each other report their own rule.
-    for (const [key, values] of s.existingAnti) {
-      const v = nodeLabel(node, key);
-      if (v !== undefined && (values.get(v) ?? 0) > 0) return existingAntiRejected;
+    const existing = s.existingAnti;
+    for (let i = 0; i < existing.length; i++) {
+      const v = nodeLabel(node, existing[i][0]);
+      if (v !== undefined && (existing[i][1].get(v) ?? 0) > 0) return existingAntiRejected;
     }
     return null;
   }
@@ -186,14 +224,28 @@ export class InterPodAffinity implements PreFilterPlugin, FilterPlugin, PreScore
       if (v !== undefined && w !== 0) bump(scores, term.topologyKey, v, w);
     };
     if (incomingPreferred) {
-      for (const node of h.snapshot.nodes) {
-        for (const t of pod.preferredAffinity) {
-          const n = countMatchingPods(t, node, ns);
-          if (n > 0) add(t, node, t.weight * n);
-        }
-        for (const t of pod.preferredAntiAffinity) {
-          const n = countMatchingPods(t, node, ns);
-          if (n > 0) add(t, node, -t.weight * n);
+      // Single-label terms through the cache's label index; the rest by walking the nodes.
+      const byLabel = (t: AffinityTerm, w: number) => {
+        const nodes = t.countKey === null ? undefined : h.snapshot.nodesWithPodLabel(t.countKey);
+        if (nodes) for (const [node, n] of nodes) if (node.node !== null) add(t, node, w * n);
+      };
+      for (const t of pod.preferredAffinity) if (t.countKey !== null) byLabel(t, t.weight);
+      for (const t of pod.preferredAntiAffinity) if (t.countKey !== null) byLabel(t, -t.weight);
+      const walk =
+        pod.preferredAffinity.some((t) => t.countKey === null) ||
+        pod.preferredAntiAffinity.some((t) => t.countKey === null);
+      if (walk) {
+        for (const node of h.snapshot.nodes) {
+          for (const t of pod.preferredAffinity) {
+            if (t.countKey !== null) continue;
+            const n = countMatchingPods(t, node, ns);
+            if (n > 0) add(t, node, t.weight * n);
+          }
+          for (const t of pod.preferredAntiAffinity) {
+            if (t.countKey !== null) continue;
+            const n = countMatchingPods(t, node, ns);
+            if (n > 0) add(t, node, -t.weight * n);
+          }
         }
       }
     }

@@ -7,7 +7,7 @@ import {
   type Status,
   unschedulable,
 } from '../framework/types.js';
-import type { NodeInfo } from '../node-info.js';
+import { Hot, type NodeInfo } from '../node-info.js';
 import type { PodInfo } from '../pod-info.js';
 
 export const NodeResourcesFitName = 'NodeResourcesFit';
@@ -65,20 +65,22 @@ export class NodeResourcesFit implements FilterPlugin, ScorePlugin {
   }
 
   filter(_s: CycleState, pod: PodInfo, node: NodeInfo): Status | null {
-    const alloc = node.allocatable;
-    const used = node.requested;
+    const hot = node.hot;
     const req = pod.requests;
     let reasons: string[] | null = null;
-    if (node.pods.size + 1 > alloc.pods) reasons = ['Too many pods'];
-    const cpuShort = req.milliCpu > 0 && req.milliCpu > alloc.milliCpu - used.milliCpu;
-    const memShort = req.memory > 0 && req.memory > alloc.memory - used.memory;
+    if (hot[Hot.PodCount] + 1 > hot[Hot.AllocPods]) reasons = ['Too many pods'];
+    const cpuShort = req.milliCpu > 0 && req.milliCpu > hot[Hot.AllocMilliCpu] - hot[Hot.ReqMilliCpu];
+    const memShort = req.memory > 0 && req.memory > hot[Hot.AllocMemory] - hot[Hot.ReqMemory];
     const ephShort =
-      req.ephemeralStorage > 0 && req.ephemeralStorage > alloc.ephemeralStorage - used.ephemeralStorage;
+      req.ephemeralStorage > 0 &&
+      req.ephemeralStorage > node.allocatable.ephemeralStorage - node.requested.ephemeralStorage;
     if (reasons === null && !ephShort && req.scalars === null) {
       // The common case: reuse frozen statuses instead of building arrays.
       if (cpuShort) return memShort ? insufficientCpuMemory : insufficientCpu;
       return memShort ? insufficientMemory : null;
     }
+    const alloc = node.allocatable;
+    const used = node.requested;
     reasons ??= [];
     if (cpuShort) reasons.push('Insufficient cpu');
     if (memShort) reasons.push('Insufficient memory');
@@ -96,23 +98,18 @@ export class NodeResourcesFit implements FilterPlugin, ScorePlugin {
   }
 
   score(_s: CycleState, pod: PodInfo, node: NodeInfo): number {
-    const cpu = resourceScore(
-      node.nonZeroRequested.milliCpu + pod.nonZero.milliCpu,
-      node.allocatable.milliCpu,
-      this.strategy,
-    );
-    const mem = resourceScore(
-      node.nonZeroRequested.memory + pod.nonZero.memory,
-      node.allocatable.memory,
-      this.strategy,
-    );
+    const hot = node.hot;
+    const allocCpu = hot[Hot.AllocMilliCpu];
+    const allocMem = hot[Hot.AllocMemory];
+    const cpu = resourceScore(hot[Hot.NonZeroMilliCpu] + pod.nonZero.milliCpu, allocCpu, this.strategy);
+    const mem = resourceScore(hot[Hot.NonZeroMemory] + pod.nonZero.memory, allocMem, this.strategy);
     let weightSum = 0;
     let total = 0;
-    if (node.allocatable.milliCpu > 0) {
+    if (allocCpu > 0) {
       total += cpu * this.cpuWeight;
       weightSum += this.cpuWeight;
     }
-    if (node.allocatable.memory > 0) {
+    if (allocMem > 0) {
       total += mem * this.memWeight;
       weightSum += this.memWeight;
     }
@@ -144,16 +141,18 @@ export class BalancedAllocation implements PreScorePlugin, ScorePlugin {
   }
 
   score(_s: CycleState, pod: PodInfo, node: NodeInfo): number {
-    const a = node.allocatable;
+    const hot = node.hot;
+    const allocCpu = hot[Hot.AllocMilliCpu];
+    const allocMem = hot[Hot.AllocMemory];
     let n = 0;
     let f0 = 0;
     let f1 = 0;
-    if (a.milliCpu > 0) {
-      f0 = Math.min(1, (node.requested.milliCpu + pod.requests.milliCpu) / a.milliCpu);
+    if (allocCpu > 0) {
+      f0 = Math.min(1, (hot[Hot.ReqMilliCpu] + pod.requests.milliCpu) / allocCpu);
       n++;
     }
-    if (a.memory > 0) {
-      const f = Math.min(1, (node.requested.memory + pod.requests.memory) / a.memory);
+    if (allocMem > 0) {
+      const f = Math.min(1, (hot[Hot.ReqMemory] + pod.requests.memory) / allocMem);
       if (n === 0) f0 = f;
       else f1 = f;
       n++;

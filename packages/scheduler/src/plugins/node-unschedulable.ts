@@ -1,5 +1,13 @@
-import { ActionType, type FilterPlugin, type Status, unresolvable } from '../framework/types.js';
-import type { NodeInfo } from '../node-info.js';
+import {
+  ActionType,
+  type FilterPlugin,
+  type Handle,
+  type PreFilterPlugin,
+  type Status,
+  skip,
+  unresolvable,
+} from '../framework/types.js';
+import { type NodeInfo, NodeTrait } from '../node-info.js';
 import type { PodInfo } from '../pod-info.js';
 import { toleratesAny } from './helpers.js';
 
@@ -9,10 +17,15 @@ const rejected = unresolvable(errReasonUnschedulable);
 const unschedulableTaint = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
 
 /** Rejects cordoned nodes (spec.unschedulable) unless the pod tolerates the unschedulable taint. */
-export class NodeUnschedulable implements FilterPlugin {
+export class NodeUnschedulable implements PreFilterPlugin, FilterPlugin {
   readonly name = NodeUnschedulableName;
   events() {
     return [{ resource: 'Node' as const, actions: ActionType.Add | ActionType.UpdateNodeTaint }];
+  }
+  /** Nothing to check when no node is cordoned, or when the pod tolerates cordons. */
+  preFilter(_s: unknown, pod: PodInfo, h: Handle): Status | null {
+    if (h.snapshot.nodesWithTrait(NodeTrait.Unschedulable) === 0) return skip;
+    return toleratesAny(pod.tolerations, unschedulableTaint) ? skip : null;
   }
   filter(_s: unknown, pod: PodInfo, node: NodeInfo): Status | null {
     if (!node.unschedulable) return null;
