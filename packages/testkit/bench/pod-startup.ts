@@ -19,7 +19,7 @@
 // run prints, per step, how long after the POST it happened.
 //
 // Build first: npx tsc -b packages/testkit packages/apiserver packages/scheduler packages/kubelet packages/store
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Node, Pod } from '@kubit/api';
 import { type KubeClient, resources } from '@kubit/client';
@@ -258,6 +258,62 @@ function spanRows(started: Started[], trace: Map<string, Map<string, number>>): 
   return rows;
 }
 
+/** user+system CPU ms of a process (its own, and its reaped children's) from /proc; 0 when gone. */
+function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
+    // after "pid (comm) ": utime f[11], stime f[12], cutime f[13], cstime f[14], in 1/100 s
+    return ((f[11] ?? 0) + (f[12] ?? 0) + (f[13] ?? 0) + (f[14] ?? 0)) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** PIDs of the containerd shims serving `socket` (they name it on their command line). */
+function shimPids(socket: string): number[] {
+  const out: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0');
+      if (cmd[0]?.includes('containerd-shim') && cmd.includes(socket)) out.push(Number(e));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+/** apiserver_request_total by "VERB resource", from the apiserver's /metrics. */
+async function apiRequests(client: KubeClient): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const res = await client.rawRequest({ method: 'GET', path: '/metrics', accept: 'text/plain' });
+  for (const line of res.body.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const verb = /verb="([^"]*)"/.exec(line)?.[1] ?? '?';
+    const resource = /resource="([^"]*)"/.exec(line)?.[1] ?? '?';
+    const key = `${verb} ${resource}`;
+    out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return out;
+}
+
+/** Rows of (what, count per pod) for the requests made between two /metrics readings. */
+function requestRows(before: Map<string, number>, after: Map<string, number>, pods: number): string[][] {
+  const rows: string[][] = [];
+  for (const [key, n] of after) {
+    const d = n - (before.get(key) ?? 0);
+    // The bench's own /metrics reads are not the pods' doing.
+    if (d > 0 && !key.endsWith(' ?') && !key.startsWith('GET metrics'))
+      rows.push([key, (d / pods).toFixed(2)]);
+  }
+  return rows.sort((a, b) => Number(b[1]) - Number(a[1]));
+}
+
 interface Row {
   what: string;
   n: number;
@@ -388,16 +444,46 @@ runBench(async (cleanup) => {
   for (const id of sandboxes) await removeSandbox(cri, id);
 
   progress(`kubit: ${flags.singles} pods one at a time, then ${flags.batch} at once`);
+  // CPU per pod of each process involved (measured, unlike wall times, the same on a busy machine).
+  const cpuOf = (): Record<string, number> => ({
+    apiserver: cpuMs(cp.apiserver.pid),
+    [`store (${cp.store.processes.length} members)`]: cp.store.processes.reduce(
+      (a, p) => a + cpuMs(p.pid),
+      0,
+    ),
+    scheduler: cpuMs(scheduler.pid),
+    kubelet: cpuMs(kubelet.pid),
+    'containerd (with CNI plugins)': cpuMs(containerd.process.pid),
+    'shims (with runc)': shimPids(containerd.socket).reduce((a, pid) => a + cpuMs(pid), 0),
+  });
+  // What each process burns with nothing to do (raft ticks, relists, leases), to subtract.
+  const idle0 = cpuOf();
+  const idleStart = now();
+  await sleep(3000);
+  const idle1 = cpuOf();
+  const idleMs = now() - idleStart;
+  const cpu0 = cpuOf();
+  const t0 = now();
+  const req0 = await apiRequests(client);
   const singleRuns: Started[] = [];
   for (let i = 0; i < flags.singles; i++) {
     singleRuns.push(...(await startPods(client, watch.runningAt, [`single-${i}`], pullPolicy)));
   }
+  // Let the last pod's events and status writes land before counting.
+  await sleep(1500);
+  const cpu1 = cpuOf();
+  const t1 = now();
+  const req1 = await apiRequests(client);
   const batchRuns = await startPods(
     client,
     watch.runningAt,
     Array.from({ length: flags.batch }, (_, i) => `batch-${i}`),
     pullPolicy,
   );
+  await sleep(1500);
+  const cpu2 = cpuOf();
+  const t2 = now();
+  const req2 = await apiRequests(client);
   const singles = singleRuns.map((r) => r.ms);
   const batch = batchRuns.map((r) => r.ms);
   const trace = readTrace(traceFile);
@@ -494,6 +580,35 @@ runBench(async (cleanup) => {
     const v = sortedCopy(floorSteps.map((s) => s[k]));
     return [`floor: ${k}`, String(v.length), ms(percentile(v, 50)), ms(percentile(v, 99))];
   });
+  // Per pod: the phase's CPU less what the process burns idle over as long a time.
+  const perPod = (k: string, a: Record<string, number>, b: Record<string, number>, ms: number, n: number) => {
+    const idleRate = ((idle1[k] ?? 0) - (idle0[k] ?? 0)) / idleMs;
+    return (((b[k] ?? 0) - (a[k] ?? 0) - idleRate * ms) / n).toFixed(0);
+  };
+  const cpuRows = Object.keys(cpu0).map((k) => [
+    k,
+    (((idle1[k] ?? 0) - (idle0[k] ?? 0)) / (idleMs / 1000)).toFixed(0),
+    perPod(k, cpu0, cpu1, t1 - t0, flags.singles),
+    perPod(k, cpu1, cpu2, t2 - t1, flags.batch),
+  ]);
+  process.stdout.write(
+    `\nCPU ms per pod by process (user + system from /proc, less the process's idle rate over the phase; shims: Kubit's pods only):\n\n${table(
+      ['process', 'idle, ms per s', 'one at a time', `batch of ${flags.batch}`],
+      cpuRows,
+    )}\n`,
+  );
+  process.stdout.write(
+    `\napiserver requests per pod, one at a time (the bench's included):\n\n${table(
+      ['verb resource', 'per pod'],
+      requestRows(req0, req1, flags.singles),
+    )}\n`,
+  );
+  process.stdout.write(
+    `\napiserver requests per pod, batch of ${flags.batch}:\n\n${table(
+      ['verb resource', 'per pod'],
+      requestRows(req1, req2, flags.batch),
+    )}\n`,
+  );
   const spans = ['span (ms between its two points)', 'pods', 'p50 ms', 'p99 ms'];
   process.stdout.write(`\nthe floor's CRI calls, one pod at a time:\n\n${table(spans, floorStepRows)}\n`);
   process.stdout.write(`\nspans, one pod at a time:\n\n${table(spans, spanRows(singleRuns, trace))}\n`);

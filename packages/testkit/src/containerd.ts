@@ -19,6 +19,13 @@ export interface ContainerdOptions {
   sandboxImage?: string;
   /** Masquerade pod traffic leaving the node (adds iptables rules). Off by default. */
   ipMasq?: boolean;
+  /**
+   * Edits the filled-in config.toml before containerd starts (experiments: a
+   * wrapped CNI bin_dir or runc binary, a debug log level).
+   */
+  patchConfig?: (toml: string) => string;
+  /** Edits the filled-in conflist before containerd starts (experiments with the CNI chain). */
+  patchConflist?: (json: string) => string;
 }
 
 /** A private containerd with its own root, state, socket, CNI network and bridge. */
@@ -183,15 +190,16 @@ export async function startContainerd(opts: ContainerdOptions = {}): Promise<Tes
       CNI_CONF_DIR: cniConfDir,
       REGISTRY_CONFIG_PATH: registryConfig,
     });
-    await writeFile(join(dir, 'config.toml'), config);
+    await writeFile(join(dir, 'config.toml'), opts.patchConfig ? opts.patchConfig(config) : config);
+    const conflist = fill(await readFile(join(deploy, '10-kubit.conflist.tmpl'), 'utf8'), {
+      NETWORK_NAME: networkName,
+      BRIDGE: bridge,
+      POD_CIDR: podCidr,
+      IP_MASQ: opts.ipMasq ? 'true' : 'false',
+    });
     await writeFile(
       join(cniConfDir, '10-kubit.conflist'),
-      fill(await readFile(join(deploy, '10-kubit.conflist.tmpl'), 'utf8'), {
-        NETWORK_NAME: networkName,
-        BRIDGE: bridge,
-        POD_CIDR: podCidr,
-        IP_MASQ: opts.ipMasq ? 'true' : 'false',
-      }),
+      opts.patchConflist ? opts.patchConflist(conflist) : conflist,
     );
     if (opts.mirror) {
       await mkdir(join(registryConfig, 'docker.io'), { recursive: true });

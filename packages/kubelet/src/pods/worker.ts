@@ -74,6 +74,12 @@ function imagePullPolicy(c: Container): string {
   return !image.includes('@') && (!tag || tag === 'latest') ? 'Always' : 'IfNotPresent';
 }
 
+/** The pod's spec and metadata as JSON, without what every write changes (resourceVersion, managedFields). */
+function specAndMetadataOf(pod: Pod): string {
+  const { resourceVersion: _rv, managedFields: _mf, ...metadata } = pod.metadata ?? {};
+  return JSON.stringify({ spec: pod.spec, metadata });
+}
+
 function gracePeriodSeconds(pod: Pod): number {
   return (
     pod.metadata?.deletionGracePeriodSeconds ??
@@ -221,6 +227,11 @@ export class PodWorker {
    * bound to report for them: published at once, before ContainerStatus confirms it.
    */
   private readonly assumed = new Map<string, ContainerStatus>();
+  /**
+   * The first sync's observation (sandbox and IP, no container yet) while the
+   * pod has reported nothing: published as ContainerCreating before a pull.
+   */
+  private creating: Observed | undefined;
 
   constructor(
     pod: Pod,
@@ -258,9 +269,26 @@ export class PodWorker {
   }
 
   update(pod: Pod): void {
+    const ownEcho = this.isOwnStatusEcho(pod);
     this.pod = pod;
     if (pod.metadata?.deletionTimestamp) this.deleting = true;
-    this.trigger();
+    // The watch hands back every status this kubelet writes: nothing to do about those.
+    // Each used to cost a whole sync (four CRI calls) while the next pods were starting.
+    if (!ownEcho) this.trigger();
+  }
+
+  /**
+   * Whether `pod` differs from the pod this worker has only by its status (and
+   * resourceVersion), with a phase that is either unchanged or the one this
+   * worker last published: the apiserver echoing our own status write. A phase
+   * set by anyone else, or any change to the spec or metadata, is not an echo.
+   */
+  private isOwnStatusEcho(pod: Pod): boolean {
+    const prev = this.pod;
+    if (pod.metadata?.deletionTimestamp) return false;
+    const phase = pod.status?.phase;
+    if (phase !== prev.status?.phase && phase !== this.lastStatus?.phase) return false;
+    return specAndMetadataOf(pod) === specAndMetadataOf(prev);
   }
 
   /** The pod is gone from the apiserver (or its deletion began): stop everything it runs. */
@@ -500,8 +528,11 @@ export class PodWorker {
       await this.ctx.runtime.removePodSandbox(id).catch(() => {});
     }
     const sandboxConfig = this.sandboxConfig(sandbox.metadata.attempt);
-    // Say ContainerCreating (with the pod IP) before the first pulls, which can take a while.
-    if (!this.lastStatus) await this.publish(obs);
+    // A pod that never reported yet says ContainerCreating (with its IP) before a pull,
+    // which can take a while; with its images present it goes straight to Running in this
+    // sync, and a status written in between (apiserver, store, every watcher) would only
+    // compete for the CPU with its CreateContainer and StartContainer.
+    this.creating = this.lastStatus ? undefined : obs;
     const policy = this.pod.spec?.restartPolicy ?? 'Always';
 
     // Init containers, in order: each must succeed before the next starts.
@@ -543,6 +574,7 @@ export class PodWorker {
       }
     }
 
+    this.creating = undefined;
     await this.publishAssumed(obs);
     const after = await this.refreshed(obs);
     await this.removeOldInstances(after);
@@ -761,6 +793,7 @@ export class PodWorker {
       return false;
     }
     this.event('Normal', 'Pulling', `Pulling image "${image}"`);
+    await this.publishCreating();
     const started = Date.now();
     try {
       await this.pull(image);
@@ -781,6 +814,13 @@ export class PodWorker {
     this.event('Normal', 'Pulled', `Successfully pulled image "${image}" in ${secs}s`);
     this.trace('image-checked', 'pulled');
     return true;
+  }
+
+  /** Reports ContainerCreating once, if this sync still has it to say (see syncPod). */
+  private async publishCreating(): Promise<void> {
+    const obs = this.creating;
+    this.creating = undefined;
+    if (obs && !this.lastStatus) await this.publish(obs);
   }
 
   /** Starts ImageStatus for every image of the pod whose policy may use what is present. */
