@@ -62,14 +62,18 @@ export class Authenticator {
    */
   private readonly certUsers = new WeakMap<TLSSocket, UserInfo | null>();
 
-  constructor(private readonly tokens: Map<string, UserInfo>) {}
+  /** Each token's user with system:authenticated added, computed once per token. */
+  private readonly tokenUsers = new Map<string, UserInfo>();
+
+  constructor(tokens: Map<string, UserInfo>) {
+    for (const [token, u] of tokens) this.tokenUsers.set(token, withAuthenticated(u));
+  }
 
   /** The user a request comes from, or null when it proves no identity. */
   authenticate(req: IncomingMessage): UserInfo | null {
     const auth = req.headers.authorization;
     if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) {
-      const u = this.tokens.get(auth.replace(/^bearer\s+/i, '').trim());
-      return u ? withAuthenticated(u) : null;
+      return this.tokenUsers.get(auth.replace(/^bearer\s+/i, '').trim()) ?? null;
     }
     const sock = req.socket as TLSSocket;
     let user = this.certUsers.get(sock);

@@ -24,14 +24,17 @@ export interface Authorizer {
   authorize(a: Attributes): Decision;
 }
 
+// These run for every rule of every binding on every request: loops without
+// copies, as they were a visible share of a small request's CPU.
 function matches(list: unknown, value: string): boolean {
-  const l = arr(list).map(str);
-  return l.includes('*') || l.includes(value);
+  for (const x of arr(list)) if (x === '*' || x === value) return true;
+  return false;
 }
 
 function resourceMatches(list: unknown, resource: string, sub: string): boolean {
   const full = sub ? `${resource}/${sub}` : resource;
-  for (const r of arr(list).map(str)) {
+  for (const x of arr(list)) {
+    const r = str(x);
     if (r === '*' || r === full) return true;
     if (sub && r === `*/${sub}`) return true;
   }
@@ -39,7 +42,8 @@ function resourceMatches(list: unknown, resource: string, sub: string): boolean 
 }
 
 function nonResourceMatches(list: unknown, path: string): boolean {
-  for (const p of arr(list).map(str)) {
+  for (const x of arr(list)) {
+    const p = str(x);
     if (p === '*' || p === path) return true;
     if (p.endsWith('*') && path.startsWith(p.slice(0, -1))) return true;
   }

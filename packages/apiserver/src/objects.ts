@@ -132,6 +132,15 @@ export function generateNameSuffix(): string {
   return s;
 }
 
+/** The last second formatted: most calls in a busy second ask for the same text. */
+let lastSecond = Number.NaN;
+let lastText = '';
+
 export function nowRfc3339(ms = Date.now()): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+  const second = Math.floor(ms / 1000);
+  if (second !== lastSecond) {
+    lastText = new Date(second * 1000).toISOString().replace('.000Z', 'Z');
+    lastSecond = second;
+  }
+  return lastText;
 }

@@ -86,9 +86,11 @@ export class Rest {
   /** The watch cache's copy of `key` (stored form, shared: never mutate it), or null. */
   cachedObject(def: KindDef, key: string): StoredObject | null {
     const o = this.caches.get(this.kinds.storageResource(def))?.objects.get(key);
-    if (!o) return null;
-    const rev = Number(o.metadata?.resourceVersion ?? 0);
-    return rev > 0 ? { key, obj: o, rev } : null;
+    const rev = o ? Number(o.metadata?.resourceVersion ?? 0) : 0;
+    // Our own newer write whose event is still on its way beats the cache's copy.
+    const own = this.store.written.newerThan(key, rev);
+    if (own) return { key, obj: own.obj, rev: own.rev };
+    return o && rev > 0 ? { key, obj: o, rev } : null;
   }
 
   prefix(def: KindDef, ns: string): string {
@@ -698,7 +700,7 @@ export class Rest {
   async bind(ri: ResourceRequest, ctx: Ctx, podDef: KindDef): Promise<Result> {
     const fv = parseFieldValidation(queryString(ctx.query, 'fieldValidation'));
     const raw = parseBody(ctx.body, bodyFormat(ctx.contentType, BODY_MEDIA_TYPES), 'Binding');
-    const bindingDef: KindDef = { ...podDef, kind: 'Binding', schema: schemas.binding };
+    const bindingDef = bindingDefOf(podDef);
     const b = decodeObject(bindingDef, raw, fv, ctx.warnings);
     const podName = ri.name || str(b.metadata?.name);
     if (ri.name && b.metadata?.name && b.metadata.name !== ri.name) {
@@ -754,6 +756,17 @@ export class Rest {
     void podRi;
     return { code: 201, body: successStatus() };
   }
+}
+
+/** The Binding body's kind, derived once per pod kind (it was a copy per request). */
+const bindingDefs = new WeakMap<KindDef, KindDef>();
+function bindingDefOf(podDef: KindDef): KindDef {
+  let d = bindingDefs.get(podDef);
+  if (!d) {
+    d = { ...podDef, kind: 'Binding', schema: schemas.binding };
+    bindingDefs.set(podDef, d);
+  }
+  return d;
 }
 
 /** Why a pod cannot be bound (a 409 Status), or null when it can. */

@@ -4,7 +4,9 @@
 // conflict instead of silently overwriting.
 
 import type { Histogram } from '@kubit/daemon';
-import { Etcd3, type IKeyValue, type IOptions } from 'etcd3';
+import { Etcd3, type IOptions } from 'etcd3';
+import { GrpcError, KvClient, type RawKv, type TxnOp, type TxnResult } from './etcdkv.js';
+import { WrittenObjects } from './written.js';
 
 export interface StoredObject {
   key: string;
@@ -44,7 +46,14 @@ export function prefixEnd(prefix: string): Buffer {
   return Buffer.from([0]);
 }
 
-export function decodeKv(kv: IKeyValue): StoredObject {
+/** A key-value from either client (etcd3's watch gives revisions as strings). */
+export interface KvLike {
+  key: Buffer;
+  value: Buffer;
+  mod_revision: string | number;
+}
+
+export function decodeKv(kv: KvLike): StoredObject {
   const obj = JSON.parse(kv.value.toString('utf8')) as KObject;
   const rev = Number(kv.mod_revision);
   setResourceVersion(obj, rev);
@@ -69,8 +78,22 @@ function isCompacted(err: unknown): number | undefined {
   return undefined;
 }
 
+/** A store error as the REST layer reports it (a 500 naming the store's reason). */
+function storeError(err: unknown): Error {
+  if (err instanceof GrpcError) return new Error(`etcd: ${err.message}`);
+  return err as Error;
+}
+
 export class Store {
+  /** The general-purpose client: watches. */
   readonly client: Etcd3;
+  /** The lean client of the request path: every read and guarded write. */
+  private readonly kv: KvClient;
+  /**
+   * What this apiserver wrote, until its watch event arrives: the watch cache takes
+   * the object from here instead of parsing back the bytes it just encoded.
+   */
+  readonly written = new WrittenObjects();
   private readonly latency?: Histogram<'operation'>;
 
   constructor(opts: StoreOptions) {
@@ -90,28 +113,37 @@ export class Store {
       };
     }
     this.client = new Etcd3(options);
+    this.kv = new KvClient({
+      endpoints: opts.endpoints,
+      ca: opts.caFile,
+      cert: opts.certFile,
+      key: opts.keyFile,
+      dialTimeoutMs: 5000,
+    });
     this.latency = opts.latency;
   }
 
   private async timed<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    const end = this.latency?.startTimer({ operation });
+    const start = this.latency ? process.hrtime.bigint() : 0n;
     try {
       return await fn();
+    } catch (err) {
+      throw storeError(err);
     } finally {
-      end?.();
+      if (this.latency) this.latency.observe({ operation }, Number(process.hrtime.bigint() - start) / 1e9);
     }
   }
 
   /** The store's current revision (a cheap read of one key). */
   async currentRevision(): Promise<number> {
     const r = await this.timed('revision', () =>
-      this.client.kv.range({ key: Buffer.from('/registry/\0health'), limit: 1 }),
+      this.kv.range({ key: Buffer.from('/registry/\0health'), limit: 1 }),
     );
-    return Number(r.header.revision);
+    return r.revision;
   }
 
   async get(key: string): Promise<StoredObject | null> {
-    const r = await this.timed('get', () => this.client.kv.range({ key: Buffer.from(key) }));
+    const r = await this.timed('get', () => this.kv.range({ key: Buffer.from(key) }));
     return r.kvs.length > 0 ? decodeKv(r.kvs[0]) : null;
   }
 
@@ -125,14 +157,14 @@ export class Store {
   ): Promise<{ items: StoredObject[]; more: boolean; revision: number }> {
     try {
       const r = await this.timed('list', () =>
-        this.client.kv.range({
+        this.kv.range({
           key: Buffer.from(opts.startKey ?? prefix),
-          range_end: prefixEnd(prefix),
+          rangeEnd: prefixEnd(prefix),
           limit: opts.limit ?? 0,
           revision: opts.revision ?? 0,
         }),
       );
-      return { items: r.kvs.map(decodeKv), more: r.more, revision: Number(r.header.revision) };
+      return { items: r.kvs.map(decodeKv), more: r.more, revision: r.revision };
     } catch (err) {
       if (isCompacted(err) !== undefined) throw new CompactedError(0);
       throw err;
@@ -142,49 +174,44 @@ export class Store {
   /** Creates the key only if it does not exist. */
   async create(key: string, obj: KObject): Promise<WriteResult> {
     const k = Buffer.from(key);
+    const value = encode(obj);
     const r = await this.timed('create', () =>
-      this.client.kv.txn({
-        compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }],
-        success: [{ request_put: { key: k, value: encode(obj) } }],
-        failure: [{ request_range: { key: k } }],
-      }),
+      this.kv.txn({ key: k, target: 'create', value: 0 }, { put: { key: k, value } }, { range: { key: k } }),
     );
-    if (r.succeeded) return { ok: true, rev: Number(r.header.revision) };
-    const kvs = r.responses[0]?.response_range?.kvs ?? [];
-    return { ok: false, current: kvs.length > 0 ? decodeKv(kvs[0]) : null };
+    return this.written.noteWrite(key, obj, value, writeResult(r));
   }
 
   /** Replaces the key only if its mod_revision is still `expectedRev`. */
   async update(key: string, obj: KObject, expectedRev: number): Promise<WriteResult> {
     const k = Buffer.from(key);
+    const value = encode(obj);
     const r = await this.timed('update', () =>
-      this.client.kv.txn({
-        compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: expectedRev }],
-        success: [{ request_put: { key: k, value: encode(obj) } }],
-        failure: [{ request_range: { key: k } }],
-      }),
+      this.kv.txn(
+        { key: k, target: 'mod', value: expectedRev },
+        { put: { key: k, value } },
+        { range: { key: k } },
+      ),
     );
-    if (r.succeeded) return { ok: true, rev: Number(r.header.revision) };
-    const kvs = r.responses[0]?.response_range?.kvs ?? [];
-    return { ok: false, current: kvs.length > 0 ? decodeKv(kvs[0]) : null };
+    return this.written.noteWrite(key, obj, value, writeResult(r));
   }
 
   /** Deletes the key only if its mod_revision is still `expectedRev`. */
   async delete(key: string, expectedRev: number): Promise<WriteResult> {
     const k = Buffer.from(key);
+    const op: TxnOp = { delete: { key: k } };
     const r = await this.timed('delete', () =>
-      this.client.kv.txn({
-        compare: [{ key: k, target: 'Mod', result: 'Equal', mod_revision: expectedRev }],
-        success: [{ request_delete_range: { key: k } }],
-        failure: [{ request_range: { key: k } }],
-      }),
+      this.kv.txn({ key: k, target: 'mod', value: expectedRev }, op, { range: { key: k } }),
     );
-    if (r.succeeded) return { ok: true, rev: Number(r.header.revision) };
-    const kvs = r.responses[0]?.response_range?.kvs ?? [];
-    return { ok: false, current: kvs.length > 0 ? decodeKv(kvs[0]) : null };
+    return writeResult(r);
   }
 
   close(): void {
+    this.kv.close();
     this.client.close();
   }
+}
+
+function writeResult(r: TxnResult): WriteResult {
+  if (r.succeeded) return { ok: true, rev: r.revision };
+  return { ok: false, current: r.rangeKvs.length > 0 ? decodeKv(r.rangeKvs[0] as RawKv) : null };
 }

@@ -5,7 +5,7 @@
 
 import type { Logger } from '@kubit/daemon';
 import type { Watcher } from 'etcd3';
-import { decodeKv, type KObject, type Store, setResourceVersion } from './storage.js';
+import { decodeKv, type KObject, type KvLike, type Store, setResourceVersion } from './storage.js';
 
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -187,13 +187,20 @@ export class WatchCache {
     });
   }
 
-  private applyPut(kv: Parameters<typeof decodeKv>[0]): void {
+  private applyPut(kv: KvLike): void {
     let stored: ReturnType<typeof decodeKv>;
-    try {
-      stored = decodeKv(kv);
-    } catch {
-      this.log.warn({ key: kv.key.toString() }, 'skipping a value that is not JSON');
-      return;
+    const key = kv.key.toString('utf8');
+    const rev = Number(kv.mod_revision);
+    // This apiserver's own write comes back as this event: reuse the object it wrote.
+    const own = this.store.written.take(key, rev, kv.value);
+    if (own) stored = { key, obj: own, rev };
+    else {
+      try {
+        stored = decodeKv(kv);
+      } catch {
+        this.log.warn({ key }, 'skipping a value that is not JSON');
+        return;
+      }
     }
     const prev = this.objects.get(stored.key);
     this.objects.set(stored.key, stored.obj);
@@ -207,10 +214,13 @@ export class WatchCache {
   }
 
   private applyDelete(key: string, rev: number): void {
+    this.store.written.forget(key, rev);
     const prev = this.objects.get(key);
     if (!prev) return;
     this.objects.delete(key);
-    const obj = structuredClone(prev);
+    // A new top level and metadata carrying the deletion's revision; the rest is shared
+    // with the cached object, which nothing mutates.
+    const obj: KObject = { ...prev, metadata: { ...(prev.metadata ?? {}) } };
     setResourceVersion(obj, rev);
     this.record({ type: 'DELETED', key, obj, prev, rev });
   }
