@@ -13,6 +13,7 @@ import {
   StartupError,
 } from '@kubit/daemon';
 import { Command, Option } from 'commander';
+import { startCpuProfile } from './profile.js';
 import { type MemberConfig, startMember, type TlsFiles } from './server/member.js';
 
 function parseInitialCluster(value: string): Map<string, string[]> {
@@ -141,6 +142,7 @@ async function main(flags: Flags): Promise<void> {
   const shutdown = new Shutdown(logger);
   shutdown.install();
   shutdown.add(() => member.stop());
+  const writeProfile = startCpuProfile();
 
   const registry = createRegistry();
   new Gauge({
@@ -202,6 +204,8 @@ async function main(flags: Flags): Promise<void> {
     shutdown.add(() => new Promise<void>((res) => server.close(() => res())));
     logger.info({ url }, 'metrics and health listening');
   }
+  // Registered last, so it runs first: the profile is written before anything slow.
+  if (writeProfile) shutdown.add(writeProfile);
 }
 
 const program = new Command('kubit-store')

@@ -6,15 +6,20 @@
 //   range-linear  linearizable single-key ranges (ReadIndex on kubit-store)
 //   range-serial  serializable single-key ranges (member-local)
 //   watch         put-to-event latency seen by --watchers watchers of the prefix
-// and each store's resident memory (every member, after its rows).
+// and each store's resident memory (every member, after its rows), and the
+// CPU time the members spent per operation (summed over the members, beyond
+// their idle rate measured just before, from /proc: a measure that survives a
+// busy machine better than wall times).
 //
 //   node packages/testkit/dist/bench/store.js [--clients=1,16,128,512]
 //        [--seconds=3] [--value-bytes=256] [--members=3] [--watchers=100]
 //        [--workloads=put,range-linear,range-serial,watch] [--programs=etcd,kubit-store]
 //
 // kubit-store runs from its dist/ (run `pnpm build` first); KUBIT_STORE_MAIN
-// names another build of main.js (to compare a before and an after).
-import { existsSync } from 'node:fs';
+// names another build of main.js (to compare a before and an after), and
+// KUBIT_STORE_CPU_PROF=<dir> has every member write a CPU profile there
+// (the members inherit the variable; see packages/store/src/profile.ts).
+import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Etcd3 } from 'etcd3';
 import { type StoreCluster as Cluster, etcdInstalled, StoreCluster, type StoreProgram } from '../src/etcd.js';
@@ -102,6 +107,25 @@ interface Row {
   opsPerSec: number;
   p50: number;
   p99: number;
+  /** CPU ms the members spent per operation beyond their idle rate, summed over them (NaN if unknown). */
+  cpuPerOp: number;
+}
+
+/** CPU ms (user + system) a process used so far, from /proc; NaN when it cannot be read. */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start at field 3.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+function clusterCpuMs(cluster: Cluster): number {
+  return cluster.members.reduce((sum, m) => sum + cpuMs(m.process?.pid), 0);
 }
 
 interface Run {
@@ -191,6 +215,7 @@ async function measure(
   try {
     // Warm up every connection.
     await Promise.all(pool.map((c, i) => c.put(`bench/warm/${i}`).value(value)));
+    const cpu0 = clusterCpuMs(cluster);
     let run: Run;
     if (workload === 'put') {
       run = await loop(pool, clients, opts.seconds, (c, id, i) =>
@@ -207,8 +232,21 @@ async function measure(
           .buffer(),
       );
     }
+    const busy = clusterCpuMs(cluster) - cpu0;
+    // The members' idle CPU (ticks, heartbeats), measured over a second once
+    // the row's work has settled, is left out: at low rates it would
+    // otherwise dominate the CPU per operation.
+    await sleep(300);
+    const idle0 = clusterCpuMs(cluster);
+    const idleStart = now();
+    await sleep(1000);
+    const idleRate = (clusterCpuMs(cluster) - idle0) / (now() - idleStart);
+    const cpu = busy - idleRate * run.elapsed * 1000;
     const sorted = run.latencies.sort((a, b) => a - b);
+    // For watch: per put (each seen by every watcher).
+    const done = workload === 'watch' ? sorted.length / opts.watchers : sorted.length;
     return {
+      cpuPerOp: done > 0 ? cpu / done : Number.NaN,
       program: cluster.program,
       workload,
       clients,
@@ -241,6 +279,10 @@ interface Memory {
   mib: number[];
 }
 
+function cpuCell(v: number): string {
+  return Number.isFinite(v) ? v.toFixed(2) : '-';
+}
+
 function ratio(kubit: number | undefined, etcd: number | undefined): string {
   if (kubit === undefined || etcd === undefined || !(etcd > 0)) return '-';
   return (kubit / etcd).toFixed(2);
@@ -256,7 +298,9 @@ function report(rows: Row[], memory: Memory[], opts: Options): string {
       const e = find('etcd', w, c);
       const k = find('kubit-store', w, c);
       const cells = (r: Row | undefined) =>
-        r ? [r.opsPerSec.toFixed(0), ms(r.p50), ms(r.p99), String(r.errors)] : ['-', '-', '-', '-'];
+        r
+          ? [r.opsPerSec.toFixed(0), ms(r.p50), ms(r.p99), String(r.errors), cpuCell(r.cpuPerOp)]
+          : ['-', '-', '-', '-', '-'];
       out.push([
         w,
         String(c),
@@ -274,10 +318,12 @@ function report(rows: Row[], memory: Memory[], opts: Options): string {
     'etcd p50 ms',
     'etcd p99 ms',
     'etcd err',
+    'etcd cpu ms/op',
     'kubit ops/s',
     'kubit p50 ms',
     'kubit p99 ms',
     'kubit err',
+    'kubit cpu ms/op',
     'ops ratio',
     'p99 ratio',
   ];
@@ -319,7 +365,7 @@ async function main(): Promise<void> {
           const row = await measure(cluster, workload, clients, opts, round++);
           rows.push(row);
           progress(
-            `${program} ${workload} ${clients} clients: ${row.opsPerSec.toFixed(0)} ops/s, p50 ${ms(row.p50)} ms, p99 ${ms(row.p99)} ms, ${row.errors} errors`,
+            `${program} ${workload} ${clients} clients: ${row.opsPerSec.toFixed(0)} ops/s, p50 ${ms(row.p50)} ms, p99 ${ms(row.p99)} ms, ${row.errors} errors, cpu ${cpuCell(row.cpuPerOp)} ms/op`,
           );
         }
       }

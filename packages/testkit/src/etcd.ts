@@ -75,14 +75,15 @@ export function runCommand(
   return new Promise((res, rej) => {
     const child = spawn(command, args, {
       env: { ...process.env, ...opts.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
+      // No stdin pipe without input: a quick command may exit before a write to it.
+      stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
+    child.stdout?.on('data', (d: Buffer) => {
       stdout += d.toString();
     });
-    child.stderr.on('data', (d: Buffer) => {
+    child.stderr?.on('data', (d: Buffer) => {
       stderr += d.toString();
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
@@ -94,7 +95,11 @@ export function runCommand(
       clearTimeout(timer);
       res({ code, stdout, stderr });
     });
-    child.stdin.end(opts.stdin ?? '');
+    if (child.stdin) {
+      // EPIPE: the command exited without reading its input; its exit code and output say why.
+      child.stdin.on('error', () => {});
+      child.stdin.end(opts.stdin);
+    }
   });
 }
 

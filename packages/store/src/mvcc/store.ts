@@ -4,7 +4,7 @@
 // level operations that make it durable, which the caller writes in a batch.
 import { Errors } from '../errors.js';
 import { valueArena } from '../wire/arena.js';
-import { inRange, type KeyRange, keyBuffer, lowerBound } from './keys.js';
+import { inRange, type KeyRange, lowerBound } from './keys.js';
 
 /** One version of one key. version === 0 marks a deletion (tombstone). */
 export interface KvRecord {
@@ -57,17 +57,21 @@ export function leaseKey(id: string): Buffer {
 
 /** Record layout: create, mod, version (f64), sub (u32), lease len (u8) + lease, key len (u32) + key, value. */
 export function encodeRecord(r: KvRecord): Buffer {
-  const lease = Buffer.from(r.lease, 'latin1');
-  const key = keyBuffer(r.key);
-  const head = Buffer.allocUnsafe(24 + 4 + 1 + lease.length + 4);
-  head.writeDoubleBE(r.create, 0);
-  head.writeDoubleBE(r.mod, 8);
-  head.writeDoubleBE(r.version, 16);
-  head.writeUInt32BE(r.sub, 24);
-  head[28] = lease.length;
-  lease.copy(head, 29);
-  head.writeUInt32BE(key.length, 29 + lease.length);
-  return Buffer.concat([head, key, r.value]);
+  // Lease and key are latin1 strings: one byte per char. One allocation for the whole record.
+  const leaseLen = r.lease.length;
+  const keyLen = r.key.length;
+  const keyAt = 33 + leaseLen;
+  const out = Buffer.allocUnsafe(keyAt + keyLen + r.value.length);
+  out.writeDoubleBE(r.create, 0);
+  out.writeDoubleBE(r.mod, 8);
+  out.writeDoubleBE(r.version, 16);
+  out.writeUInt32BE(r.sub, 24);
+  out[28] = leaseLen;
+  out.write(r.lease, 29, 'latin1');
+  out.writeUInt32BE(keyLen, 29 + leaseLen);
+  out.write(r.key, keyAt, 'latin1');
+  out.set(r.value, keyAt + keyLen);
+  return out;
 }
 
 export function decodeRecord(b: Buffer): KvRecord {

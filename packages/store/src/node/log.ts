@@ -14,10 +14,14 @@ const SNAP_META = Buffer.from('s');
 // Key prefixes in use in the one level DB: r, m, l, c (state machine), e, h, s, x (raft log).
 const CONF_STATE = Buffer.from('x');
 
+const TWO_32 = 2 ** 32;
+
+/** 'e' + the index as 8 big-endian bytes (two 32-bit halves: no BigInt per entry). */
 function entryKey(index: number): Buffer {
   const b = Buffer.allocUnsafe(9);
   b[0] = ENTRY;
-  b.writeBigUInt64BE(BigInt(index), 1);
+  b.writeUInt32BE(Math.floor(index / TWO_32), 1);
+  b.writeUInt32BE(index >>> 0, 5);
   return b;
 }
 

@@ -3,6 +3,17 @@
 // proposal that arrived meanwhile shares that fsync), send messages, apply
 // committed entries, answer waiting clients, advance.
 //
+// Writes go through one ordered queue: a batch starts when the previous one
+// is durable, and carries everything queued meanwhile. No Ready waits for a
+// write (dissertation §10.2.1): the loop queues its write, hands it back
+// (RawNode.accept) and takes the next one, and reports the log durable
+// (RawNode.persisted) when the write completes. A leader sends its MsgApps at
+// once, and its own copy counts towards commitment only once persisted; so
+// an entry is committed exactly when a majority, with or without the leader,
+// holds it on disk, and anyone may apply it and answer at once. A follower's
+// acks and votes promise what it wrote: they wait for the queue to write
+// everything up to their Ready, and leave in Ready order.
+//
 // The applied state's level operations are not written per Ready: they ride
 // along with the next batch that must be written anyway (new entries), or go
 // out within FLUSH_DELAY_MS. Nothing depends on them being on disk: the log
@@ -19,6 +30,7 @@ import { logArena } from '../wire/arena.js';
 import { decodeCommand, encodeCommand } from '../wire/command.js';
 import type { RaftLog } from './log.js';
 import type { RawNodeFactory, RawNodeLike } from './rawnode.js';
+import { trace, traceMessages, traceReady, tracing } from './trace.js';
 
 const ENTRY_CONF_CHANGE = 1;
 const REQUEST_TIMEOUT_MS = 7000;
@@ -97,6 +109,15 @@ export class RaftNode {
   private flushDue = false;
   /** The loop's current run, so a shutdown can wait for its write. */
   private running: Promise<void> = Promise.resolve();
+  /** Operations queued for the next level batch (written once the one in flight completes). */
+  private queuedOps: BatchOp[] = [];
+  private queuedSync = false;
+  /** Settles once the queued operations are written (undefined: nothing queued). */
+  private queued: { promise: Promise<void>; resolve(): void } | undefined;
+  /** The last scheduled send of messages that wait for a write (they leave in order). */
+  private lateTail: Promise<void> | undefined;
+  /** The level batch being written, if any. */
+  private inFlight: Promise<void> | undefined;
   soft: SoftState = { lead: '', state: 'follower' };
   term = 0;
   commitIndex = 0;
@@ -166,13 +187,89 @@ export class RaftNode {
    */
   async drain(): Promise<void> {
     await this.running;
+    await this.writesIdle();
     if (this.unwritten.length === 0 && this.writtenApplied === this.opts.machine.appliedIndex) return;
-    await writeOps(this.opts.db, this.takeUnwritten(), false);
+    await this.enqueueWrite(this.takeUnwritten(), false);
+  }
+
+  /**
+   * Queues level operations behind those already queued; resolves once they
+   * are written (with an fsync if any queued operation asked for one). One
+   * batch at a time keeps the disk in queue order: the applied state never
+   * gets ahead of the log that rebuilds it, and a later hard state wins.
+   */
+  private enqueueWrite(ops: BatchOp[], sync: boolean): Promise<void> {
+    for (const op of ops) this.queuedOps.push(op);
+    if (sync) this.queuedSync = true;
+    if (!this.queued) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      this.queued = { promise, resolve };
+    }
+    const { promise } = this.queued;
+    this.pumpWrites();
+    return promise;
+  }
+
+  private pumpWrites(): void {
+    const next = this.queued;
+    if (this.inFlight || !next) return;
+    const ops = this.queuedOps;
+    const sync = this.queuedSync;
+    this.queued = undefined;
+    this.queuedOps = [];
+    this.queuedSync = false;
+    trace('write-start', { ops: ops.length, sync });
+    this.inFlight = writeOps(this.opts.db, ops, sync).then(
+      () => {
+        trace('write-done', { ops: ops.length, sync });
+        this.inFlight = undefined;
+        next.resolve();
+        this.pumpWrites();
+      },
+      (err: unknown) => {
+        this.opts.logger.fatal({ err }, 'writing the raft log failed; stopping to protect the data');
+        process.exit(2);
+      },
+    );
+  }
+
+  /** Sends `messages` once `barrier` settles, never before messages scheduled earlier. */
+  private sendAfter(barrier: Promise<void> | undefined, messages: Message[]): void {
+    const wait = barrier ?? this.lateTail;
+    if (!wait) {
+      this.sendNow(messages);
+      return;
+    }
+    const tail = wait.then(() => {
+      if (this.lateTail === tail) this.lateTail = undefined;
+      this.sendNow(messages);
+    });
+    this.lateTail = tail;
+  }
+
+  private sendNow(messages: Message[]): void {
+    if (this.stopped) return;
+    traceMessages('send', messages);
+    this.opts.send(messages);
+  }
+
+  /** Settles once everything queued so far is written; undefined when nothing is queued or in flight. */
+  private writesBarrier(): Promise<void> | undefined {
+    return this.queued?.promise ?? this.inFlight;
+  }
+
+  /** Resolves once everything queued so far is written. */
+  private async writesIdle(): Promise<void> {
+    while (this.queued || this.inFlight) await (this.queued?.promise ?? this.inFlight);
   }
 
   /** A batch of raft messages from a peer. */
   receive(messages: Message[]): void {
     if (this.stopped) return;
+    traceMessages('recv', messages);
     for (const m of messages) {
       try {
         this.raw.step(m);
@@ -205,6 +302,7 @@ export class RaftNode {
     if (data.length > maxBytes) return Promise.resolve({ ok: false, error: Errors.requestTooLarge() });
     // The leader applies the very bytes it proposed: remember the decoded form.
     this.proposed.set(data, full);
+    trace('propose', { id });
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.waiters.delete(id);
@@ -264,6 +362,7 @@ export class RaftNode {
     }
     this.busy = true;
     setImmediate(() => {
+      trace('run');
       this.running = this.run();
     });
   }
@@ -300,7 +399,8 @@ export class RaftNode {
         }
         if (this.flushDue && !this.stopped) {
           this.flushDue = false;
-          if (this.unwritten.length > 0) await writeOps(this.opts.db, this.takeUnwritten(), false);
+          // Not awaited: the queue keeps it in order, and the loop need not wait for it.
+          if (this.unwritten.length > 0) void this.enqueueWrite(this.takeUnwritten(), false);
         }
       } while (this.again && !this.stopped);
     } catch (err) {
@@ -312,32 +412,24 @@ export class RaftNode {
   }
 
   private async handleReady(rd: Ready): Promise<void> {
-    const { db, log, machine } = this.opts;
+    const { log } = this.opts;
     if (rd.softState) this.setSoftState(rd.softState);
     if (rd.hardState) {
       this.term = rd.hardState.term;
       this.commitIndex = rd.hardState.commit;
     }
+    // Readies overlap their writes, except one that brings a snapshot: it
+    // replaces the state and the log, so everything before it lands first.
+    if (rd.snapshot && rd.snapshot.meta.index > 0) await this.writesIdle();
+    if (tracing) traceReady(rd, this.id);
     // 1. Durable first: hard state, entries, snapshot, with one fsync.
-    if (rd.snapshot && rd.snapshot.meta.index > 0) {
-      // What was applied before goes to disk first: the snapshot's state replaces it.
-      if (this.unwritten.length > 0) await writeOps(db, this.takeUnwritten(), false);
-      await machine.restore(Buffer.from(rd.snapshot.data), rd.snapshot.meta.index);
-      this.writtenApplied = machine.appliedIndex;
-      const ops: BatchOp[] = [];
-      log.applySnapshotOps(rd.snapshot.meta, ops);
-      await writeOps(db, ops, true);
-      log.applySnapshot(rd.snapshot.meta);
-      this.lastSnapshotIndex = rd.snapshot.meta.index;
-      this.opts.logger.info({ index: rd.snapshot.meta.index }, 'restored state from a snapshot');
-      this.syncMembers();
-    }
-    // A leader may send in parallel with its own write (raft allows it: its
-    // entries count for commitment only once its own ack follows the write).
-    // Anyone may forward a client request at once: it promises nothing.
+    if (rd.snapshot && rd.snapshot.meta.index > 0) await this.restoreSnapshot(rd);
+    // A leader sends in parallel with its own write: its entries count for
+    // commitment only once persisted() reports them durable. Anyone may
+    // forward a client request at once: it promises nothing.
     const early = this.isLeader ? rd.messages : rd.messages.filter(isForwardedRequest);
     const late = this.isLeader ? [] : rd.messages.filter((m) => !isForwardedRequest(m));
-    if (early.length > 0) this.opts.send(early);
+    if (early.length > 0) this.sendNow(early);
     const logOps: BatchOp[] = [];
     log.persistOps(rd.hardState, rd.entries, logOps);
     // Like etcd's MustSync: only new entries or a new term/vote need the fsync;
@@ -346,63 +438,61 @@ export class RaftNode {
     const durable =
       rd.entries.length > 0 ||
       (hs !== undefined && (hs.term !== log.hardState.term || hs.vote !== log.hardState.vote));
-    // Start the write first, so that applying (CPU) overlaps with the fsync (disk).
-    const t0 = performance.now();
     let writing: Promise<void> | undefined;
     if (durable) {
       // The applied state first: a newer hard state in logOps then wins.
       const ops = this.takeUnwritten();
       for (const op of logOps) ops.push(op);
-      writing = writeOps(db, ops, true);
-    }
-    // Committed entries were already made durable on a quorum: apply them in
-    // memory now; their level operations wait in `unwritten` for the next write.
-    let answers: [string, ApplyResult][] = [];
-    try {
-      answers = rd.committedEntries.length > 0 ? this.apply(rd.committedEntries, this.unwritten) : [];
-    } catch (err) {
-      // Never leave a write behind unobserved (its failure would be an unhandled rejection).
-      await writing?.catch(() => undefined);
-      throw err;
-    }
-    // Answer before the write completes when we may: an entry committed in an
-    // earlier Ready is durable on a majority (this loop persists one Ready at a
-    // time, so the leader's own copy from an earlier Ready is already on disk), and
-    // reads are served from memory, which holds the applied state. Waiting for
-    // this batch's fsync (which carries newer entries) would add a whole fsync
-    // to every request. After a crash the applied index on disk is older and the
-    // log replays the rest. A lone voter commits entries in the very Ready that
-    // brings them: those are not on disk yet, so their answers (and any read
-    // that could see them) wait for the write.
-    const lastCommitted = rd.committedEntries[rd.committedEntries.length - 1]?.index ?? 0;
-    const answerEarly = rd.entries.length === 0 || lastCommitted < rd.entries[0].index;
-    if (answerEarly) {
-      this.answer(answers);
-      this.releaseReadStates(rd);
-    }
-    if (writing) await writing;
-    else {
+      writing = this.enqueueWrite(ops, true);
+    } else {
       for (const op of logOps) this.unwritten.push(op);
-      if (this.unwritten.length >= MAX_UNWRITTEN_OPS) await writeOps(db, this.takeUnwritten(), false);
+    }
+    // The in-memory log answers raft for these entries from now on (accept()).
+    log.append(rd.hardState, rd.entries);
+    // Committed entries are durable on a majority (raft counts no copy before
+    // its write completes, the leader's own included): apply them in memory
+    // now and answer at once, without waiting for this Ready's write. Their
+    // level operations wait in `unwritten` for the next write; after a crash
+    // the applied index on disk is older and the log replays the rest.
+    if (rd.committedEntries.length > 0) this.answer(this.apply(rd.committedEntries, this.unwritten));
+    this.releaseReadStates(rd);
+    if (!durable) {
+      if (this.unwritten.length >= MAX_UNWRITTEN_OPS) void this.enqueueWrite(this.takeUnwritten(), false);
       else if (this.unwritten.length > 0) this.scheduleFlush();
     }
-    if (this.opts.logger.isLevelEnabled('trace')) {
-      const ms = (performance.now() - t0).toFixed(1);
-      this.opts.logger.trace(
-        { entries: rd.entries.length, committed: rd.committedEntries.length, sync: durable, ms },
-        'ready',
-      );
+    // Hand the Ready back now: the next one (new proposals' MsgApps, commit
+    // indexes, answers) need not wait for this write.
+    this.raw.accept(rd);
+    const last = rd.entries[rd.entries.length - 1];
+    if (writing && last) {
+      void writing.then(() => {
+        if (this.stopped) return;
+        trace('persisted', { index: last.index });
+        this.raw.persisted(last.index, last.term);
+        this.kick();
+      });
     }
-    log.append(rd.hardState, rd.entries);
-    // Followers answer only once what they promise is on disk.
-    if (late.length > 0) this.opts.send(late);
-    if (!answerEarly) {
-      this.answer(answers);
-      this.releaseReadStates(rd);
-    }
-    // 4. Done with this batch.
-    this.raw.advance(rd);
-    await this.maybeCompactLog();
+    // Acks and votes promise what this Ready (and every earlier one) wrote:
+    // they leave once the queue has written all of it, in Ready order.
+    if (late.length > 0) this.sendAfter(writing ?? this.writesBarrier(), late);
+    this.maybeCompactLog();
+  }
+
+  /** A snapshot from the leader replaces the state machine and the log (the write queue is idle). */
+  private async restoreSnapshot(rd: Ready): Promise<void> {
+    const { db, log, machine } = this.opts;
+    const snap = rd.snapshot!;
+    // What was applied before goes to disk first: the snapshot's state replaces it.
+    if (this.unwritten.length > 0) await writeOps(db, this.takeUnwritten(), false);
+    await machine.restore(Buffer.from(snap.data), snap.meta.index);
+    this.writtenApplied = machine.appliedIndex;
+    const ops: BatchOp[] = [];
+    log.applySnapshotOps(snap.meta, ops);
+    await writeOps(db, ops, true);
+    log.applySnapshot(snap.meta);
+    this.lastSnapshotIndex = snap.meta.index;
+    this.opts.logger.info({ index: snap.meta.index }, 'restored state from a snapshot');
+    this.syncMembers();
   }
 
   /** The unwritten operations plus the applied index and revision they bring the disk to. */
@@ -479,6 +569,7 @@ export class RaftNode {
       if (!w) continue;
       this.waiters.delete(id);
       clearTimeout(w.timer);
+      trace('answer', { id });
       w.resolve(result);
     }
     if (this.appliedWaiters.length > 0) {
@@ -528,18 +619,18 @@ export class RaftNode {
   }
 
   /** Every --snapshot-count applied entries, drop the applied prefix of the log. */
-  private async maybeCompactLog(): Promise<void> {
-    const { machine, log, db } = this.opts;
+  private maybeCompactLog(): void {
+    const { machine, log } = this.opts;
     const applied = machine.appliedIndex;
     if (applied - this.lastSnapshotIndex < this.opts.snapshotCount) return;
-    // Make the applied state durable before the entries that rebuild it go away.
-    await writeOps(db, this.takeUnwritten(), true);
+    // The applied state goes to disk with (or before) the deletion of the
+    // entries that rebuild it: the queue writes both in order, in one batch.
+    const ops = this.takeUnwritten();
     // Keep a tail so slightly slow followers catch up from the log, not a snapshot.
     const keep = Math.min(5000, Math.floor(this.opts.snapshotCount / 2));
     const upTo = Math.max(applied - keep, log.firstIndex() - 1);
-    const ops: BatchOp[] = [];
     log.compactOps(upTo, log.confState, ops);
-    if (ops.length > 0) await writeOps(db, ops, false);
+    void this.enqueueWrite(ops, true);
     this.lastSnapshotIndex = applied;
   }
 

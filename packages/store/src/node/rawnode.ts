@@ -13,6 +13,8 @@ export interface RawNodeLike {
   hasReady(): boolean;
   ready(): Ready;
   advance(rd: Ready): void;
+  accept(rd: Ready): void;
+  persisted(index: number, term: number): void;
   applyConfChange(cc: ConfChange): ConfState;
   reportUnreachable(id: string): void;
   reportSnapshot(id: string, ok: boolean): void;

@@ -3,6 +3,7 @@
 
 import { codecs, type WireEntry, type WireMessage, type WireSnapshot } from '../proto.js';
 import type { Entry, HardState, Message, MessageType, Snapshot } from '../raft/types.js';
+import { PbWriter } from '../wire/pb.js';
 
 export function entryToWire(e: Entry): WireEntry {
   return { term: e.term, index: e.index, type: e.type, data: e.data };
@@ -72,8 +73,15 @@ export function messageFromWire(w: WireMessage): Message {
   return m;
 }
 
+const hardStateWriter = new PbWriter(64);
+
+/** kubitstore.RaftHardState, written directly: one goes into every log write. */
 export function encodeHardState(h: HardState): Buffer {
-  return codecs.hardState.encode({ term: h.term, vote: h.vote, commit: h.commit });
+  const w = hardStateWriter.reset();
+  w.int64(1, h.term);
+  w.string(2, h.vote);
+  w.int64(3, h.commit);
+  return w.finish();
 }
 
 export function decodeHardState(b: Buffer): HardState {

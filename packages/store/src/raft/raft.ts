@@ -241,10 +241,12 @@ export class Raft {
     this.leadTransferee = '';
     this.votes.clear();
     const next = this.log.lastIndex() + 1;
+    // Our own match starts at 0 too: it grows only with persisted(), which
+    // vouches for durability (the node loop may still be writing entries it
+    // took earlier). A new leader commits nothing before its first entry,
+    // which persisted() reports with everything before it.
     for (const [id, pr] of this.progress) {
-      const fresh = new Progress(next, this.maxInflight, pr.isLearner);
-      if (id === this.id) fresh.match = this.log.lastIndex();
-      this.progress.set(id, fresh);
+      this.progress.set(id, new Progress(next, this.maxInflight, pr.isLearner));
     }
     this.pendingConfIndex = 0;
     this.reads.reset();
@@ -688,7 +690,14 @@ export class Raft {
     return this.log.term(this.log.committed) === this.term;
   }
 
-  /** Assigns term and index to new entries, appends them, and counts our own copy. */
+  /**
+   * Assigns term and index to new entries and appends them. Our own copy is
+   * not counted yet: it counts for commitment once the node loop reports it
+   * durable (persisted()), so that the leader may send the entries to its
+   * followers while (or before) writing them itself (dissertation §10.2.1),
+   * and an entry is committed only when a majority holds it on disk, with or
+   * without the leader.
+   */
   private appendEntries(entries: Entry[]): void {
     let index = this.log.lastIndex();
     for (const e of entries) {
@@ -696,12 +705,19 @@ export class Raft {
       e.index = ++index;
     }
     this.log.append(entries);
-    this.progress.get(this.id)?.maybeUpdate(index);
-    // Our own copy can only complete a quorum when we are the only voter:
-    // followers never hold more than we do. Skipping the count keeps the
-    // per-proposal cost flat under heavy load.
-    if (this.voters.size === 1) this.maybeCommit();
     this.appendsDirty = true;
+  }
+
+  /**
+   * The node loop made this node's log durable up to `index`, whose entry has
+   * `term`. On a leader, its own copy now counts towards commitment. An ack
+   * for an entry that was replaced since (another term at that index) says
+   * nothing about the current log and is ignored.
+   */
+  persisted(index: number, term: number): void {
+    if (this.state !== 'leader' || this.log.term(index) !== term) return;
+    const pr = this.progress.get(this.id);
+    if (pr?.maybeUpdate(index) && this.maybeCommit()) this.appendsDirty = true;
   }
 
   /**

@@ -1,7 +1,9 @@
 // RawNode: the hand-off between the pure raft state machine and the node loop.
 // The loop feeds it ticks, peer messages and client requests, and drains Ready
 // batches. One Ready is outstanding at a time: after ready(), the loop persists,
-// sends, applies, and calls advance(rd) before the next ready().
+// sends, applies, and calls advance(rd) before the next ready() — or, to
+// overlap writes with the next Ready, calls accept(rd) at once and
+// persisted(index, term) when the write is durable.
 
 import { encodeConfChange } from './confchange.js';
 import { InvalidMessageError, RaftUsageError } from './errors.js';
@@ -143,6 +145,24 @@ export class RawNode {
 
   /** The node loop finished with `rd`: its entries/snapshot are durable and its committed entries applied. */
   advance(rd: Ready): void {
+    this.accept(rd);
+    if (rd.entries.length > 0) {
+      const last = rd.entries[rd.entries.length - 1];
+      this.raft.persisted(last.index, last.term);
+    }
+  }
+
+  /**
+   * Like advance(), but `rd`'s entries are only on their way to disk: storage
+   * already answers for them (term(), entries()), and the loop calls
+   * persisted(index, term) once the write is durable. Until then a leader does
+   * not count its own copy, so the next Ready may go out (its MsgApps to the
+   * followers included) while this one is being written. A follower's acks
+   * and votes promise what it wrote: a loop that accepts its Ready early must
+   * hold those messages back until the write (and every earlier one) is
+   * durable, and send them in Ready order.
+   */
+  accept(rd: Ready): void {
     if (rd !== this.outstanding)
       throw new RaftUsageError('advance() must be given the Ready last returned by ready()');
     this.outstanding = undefined;
@@ -157,6 +177,11 @@ export class RawNode {
     }
     if (rd.committedEntries.length > 0)
       log.appliedTo(rd.committedEntries[rd.committedEntries.length - 1].index);
+  }
+
+  /** This node's log is durable up to `index` (whose entry has `term`): see accept(). */
+  persisted(index: number, term: number): void {
+    this.raft.persisted(index, term);
   }
 
   /**

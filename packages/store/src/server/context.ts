@@ -4,6 +4,7 @@ import { EtcdError } from '../errors.js';
 import type { StateMachine } from '../mvcc/machine.js';
 import type { Lessor } from '../node/lessor.js';
 import type { RaftNode } from '../node/node.js';
+import { trace } from '../node/trace.js';
 import type { Transport } from '../node/transport.js';
 import type { ResponseHeader } from '../proto.js';
 
@@ -34,8 +35,12 @@ export function toServiceError(err: unknown): Partial<grpc.ServiceError> {
 /** Adapts an async handler to grpc-js's unary callback style. */
 export function unary<Req, Res>(fn: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
+    trace('rpc-in');
     fn(call.request).then(
-      (res) => callback(null, res),
+      (res) => {
+        trace('rpc-out');
+        callback(null, res);
+      },
       (err: unknown) => callback(toServiceError(err) as grpc.ServiceError),
     );
   };

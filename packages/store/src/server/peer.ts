@@ -8,7 +8,12 @@ import type { RaftBatch } from '../proto.js';
 import type { RaftStreamBatch } from '../wire/raft.js';
 import { header, type ServerContext, toServiceError } from './context.js';
 
-const ACK_EVERY_MS = 20;
+/**
+ * How often a stream's receiver acks. The sender only needs them to know the
+ * peer is alive within a few election timeouts (Transport.activeSince); more
+ * acks cost a stream write each, heartbeats included, on an idle cluster.
+ */
+const ACK_EVERY_MS = 250;
 
 export function peerService(
   ctx: ServerContext,
@@ -25,8 +30,8 @@ export function peerService(
       }
     },
     Stream: (call: grpc.ServerDuplexStream<RaftStreamBatch, unknown>) => {
-      // Acks tell the sender we are alive (its view of started members); one per
-      // few tens of ms is plenty, and costs little next to the batches.
+      // Acks tell the sender we are alive (its view of started members); a few
+      // per second are plenty (see ACK_EVERY_MS).
       let lastAck = 0;
       call.on('data', (batch: RaftStreamBatch) => {
         try {

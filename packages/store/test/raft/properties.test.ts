@@ -39,3 +39,21 @@ test('random schedules with membership changes and snapshots', () => {
     params(40, 777),
   );
 });
+
+test('pipelined node loop: Readies overlap their writes, crashes lose pending writes', () => {
+  fc.assert(
+    fc.property(scenario, (s) => {
+      runScenario({ ...s, pipelined: true });
+    }),
+    params(40, 2024),
+  );
+});
+
+test('pipelined node loop with membership changes and snapshots', () => {
+  fc.assert(
+    fc.property(scenario, (s) => {
+      runScenario({ ...s, pipelined: true, membership: true, size: 3, snapshotEvery: 5 });
+    }),
+    params(30, 31337),
+  );
+});

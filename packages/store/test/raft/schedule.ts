@@ -20,6 +20,8 @@ export interface Scenario {
   maxSizePerMsg: number;
   maxInflightMsgs: number;
   membership: boolean;
+  /** Drive the nodes as kubit-store's pipelined node loop does (see SimOptions.pipelined). */
+  pipelined?: boolean;
 }
 
 export const scenario = fc.record({
@@ -63,6 +65,7 @@ export function runScenario(s: Scenario): void {
     snapshotEvery: s.snapshotEvery,
     maxSizePerMsg: s.maxSizePerMsg,
     maxInflightMsgs: s.maxInflightMsgs,
+    pipelined: s.pipelined,
   });
   const rng = sim.rng;
   sim.loss = s.loss;
@@ -92,7 +95,9 @@ export function runScenario(s: Scenario): void {
     } else if (r < 0.45) {
       const n = pick(rng, all);
       const crash = rng() < 0.02 ? pick(rng, CRASH_POINTS) : 'none';
-      sim.processReady(n, crash);
+      // Pipelined: writes complete at their own pace, between Readies.
+      if (s.pipelined && rng() < 0.5) sim.persistOne(n);
+      else sim.processReady(n, crash);
     } else if (r < 0.6) {
       for (const n of all) sim.processReady(n);
     } else if (r < 0.72) {

@@ -15,11 +15,13 @@ import {
   decodeConfChange,
   type Entry,
   EntryType,
+  type HardState,
   MemoryStorage,
   type Message,
   ProposalDroppedError,
   RawNode,
   type ReadState,
+  type Ready,
 } from '../../src/raft/index.js';
 
 /** Seeded PRNG (mulberry32): same seed, same run. */
@@ -45,6 +47,37 @@ export interface SimOptions {
   maxInflightMsgs?: number;
   /** Take a snapshot and compact once this many applied entries sit in the log (0 = never). */
   snapshotEvery?: number;
+  /**
+   * Drive nodes as kubit-store's node loop does: a Ready is handed back
+   * (RawNode.accept) before its write is durable, a leader sends at once,
+   * other messages wait for the write; writes complete later, in order
+   * (persistOne), and a crash loses those still pending.
+   */
+  pipelined?: boolean;
+}
+
+/** A write the pipelined node loop queued and the disk has not made durable yet. */
+interface PendingWrite {
+  hardState: HardState | undefined;
+  entries: Entry[];
+  /** Messages that promise this write (and every earlier one): sent once it is durable. */
+  messages: Message[];
+}
+
+/** Messages that promise nothing about the sender's log or vote (kubit-store's node loop forwards them at once). */
+function isForwardedRequest(m: Message): boolean {
+  return m.type === 'MsgProp' || m.type === 'MsgReadIndex' || m.type === 'MsgTransferLeader';
+}
+
+/** A copy of a MemoryStorage's contents, as a disk holds them. */
+function cloneStorage(s: MemoryStorage): MemoryStorage {
+  const snap = s.snapshot();
+  const copy = new MemoryStorage(snap.meta.confState);
+  if (snap.meta.index > 0) copy.applySnapshot(snap);
+  const from = Math.max(s.firstIndex(), snap.meta.index + 1);
+  if (from <= s.lastIndex()) copy.append(s.entries(from, s.lastIndex() + 1));
+  copy.setHardState(s.hardStateNow());
+  return copy;
 }
 
 export type CrashPoint = 'none' | 'beforePersist' | 'afterPersist' | 'afterSend' | 'afterApply';
@@ -73,10 +106,14 @@ export class SimNode {
   commitChecked = 0;
   confState: ConfState;
   readStates: ReadState[] = [];
+  /** Pipelined mode: writes not yet durable, oldest first. */
+  pending: PendingWrite[] = [];
+  /** Pipelined mode: what the disk holds while writes are pending (`storage` already shows them). */
+  disk: MemoryStorage | undefined;
 
   constructor(
     readonly id: string,
-    readonly storage: MemoryStorage,
+    public storage: MemoryStorage,
   ) {
     this.confState = storage.initialState().confState;
   }
@@ -104,7 +141,7 @@ export class Sim {
   /** Called for every ReadState a node receives (before it is recorded). */
   onReadState: ((node: SimNode, rs: ReadState) => void) | undefined;
   /** Counters, so tests can check that a schedule exercised what it meant to. */
-  readonly stats = { snapshotsInstalled: 0, confChangesApplied: 0, crashes: 0 };
+  readonly stats = { snapshotsInstalled: 0, confChangesApplied: 0, crashes: 0, pipelinedWrites: 0 };
 
   constructor(readonly opts: SimOptions) {
     this.rng = prng(opts.seed ?? 1);
@@ -164,6 +201,10 @@ export class Sim {
   crash(id: string): void {
     const node = this.node(id);
     if (node.up) this.stats.crashes++;
+    // Writes still pending are lost: the node restarts from what its disk holds.
+    if (node.disk) node.storage = node.disk;
+    node.disk = undefined;
+    node.pending = [];
     node.raw = undefined;
     node.appliedKeys = [];
     node.applied = 0;
@@ -246,6 +287,15 @@ export class Sim {
     const rd = raw.ready();
     this.checkLeader(node);
     if (crashAt === 'beforePersist') return this.crashed(id);
+    if (this.opts.pipelined) {
+      if (!rd.snapshot) {
+        this.acceptReady(node, raw, rd);
+        // Crashing now loses the write just queued (and any before it still pending).
+        return crashAt === 'none' ? true : this.crashed(id);
+      }
+      // A snapshot replaces the log: earlier writes land first, then it is handled in full.
+      while (node.pending.length > 0) this.persistOne(id);
+    }
     // 1. persist
     if (rd.snapshot) node.storage.applySnapshot(rd.snapshot);
     if (rd.hardState) node.storage.setHardState(rd.hardState);
@@ -271,7 +321,47 @@ export class Sim {
     node.readStates.push(...rd.readStates);
     if (crashAt === 'afterApply') return this.crashed(id);
     raw.advance(rd);
-    this.maybeSnapshot(node);
+    if (node.pending.length === 0) this.maybeSnapshot(node);
+    return true;
+  }
+
+  /** Pipelined mode: the Ready goes back to raft before its write is durable. */
+  private acceptReady(node: SimNode, raw: RawNode, rd: Ready): true {
+    const leader = raw.status().state === 'leader';
+    if (node.pending.length === 0) node.disk = cloneStorage(node.storage);
+    // The in-memory log answers raft for the new entries at once.
+    if (rd.hardState) node.storage.setHardState(rd.hardState);
+    node.storage.append(rd.entries);
+    this.recordCommitted(node);
+    const late: Message[] = [];
+    for (const m of rd.messages) {
+      if (leader || isForwardedRequest(m)) this.queue.push(structuredClone(m));
+      else late.push(m);
+    }
+    node.pending.push({ hardState: rd.hardState, entries: rd.entries, messages: late });
+    this.stats.pipelinedWrites++;
+    // Committed entries are durable on a majority: applied without waiting for this write.
+    for (const e of rd.committedEntries) this.apply(node, raw, e);
+    for (const rs of rd.readStates) this.onReadState?.(node, rs);
+    node.readStates.push(...rd.readStates);
+    raw.accept(rd);
+    return true;
+  }
+
+  /** Pipelined mode: the oldest pending write of `id` becomes durable; what waited for it is sent. */
+  persistOne(id: string): boolean {
+    const node = this.node(id);
+    const w = node.pending.shift();
+    if (!w || !node.raw || !node.disk) return false;
+    if (w.hardState) node.disk.setHardState(w.hardState);
+    node.disk.append(w.entries);
+    for (const m of w.messages) this.queue.push(structuredClone(m));
+    const last = w.entries[w.entries.length - 1];
+    if (last) node.raw.persisted(last.index, last.term);
+    if (node.pending.length === 0) {
+      node.disk = undefined;
+      this.maybeSnapshot(node);
+    }
     return true;
   }
 
@@ -361,7 +451,10 @@ export class Sim {
   settle(maxRounds = 1000): void {
     for (let round = 0; round < maxRounds; round++) {
       let busy = false;
-      for (const n of this.live()) if (this.processReady(n.id)) busy = true;
+      for (const n of this.live()) {
+        if (this.processReady(n.id)) busy = true;
+        while (this.persistOne(n.id)) busy = true;
+      }
       if (this.deliverAll() > 0) busy = true;
       if (!busy) return;
     }
