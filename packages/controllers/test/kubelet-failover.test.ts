@@ -21,6 +21,7 @@ import {
   startControlPlane,
   startProcess,
   startRegistry,
+  startTestKubelet,
   type TestContainerd,
   type TestProcess,
   type TestRegistry,
@@ -79,20 +80,15 @@ function start(name: string, pkg: string, args: string[]): TestProcess {
 
 async function startNode(plane: ControlPlane, reg: TestRegistry, name: string): Promise<RealNode> {
   const containerd = await startContainerd({ mirror: reg.host });
-  const server = plane.pki.kubeletServer(name);
-  const kubelet = start(`kubelet-${name}`, 'kubelet', [
-    `--kubeconfig=${await plane.kubeconfigForNode(name)}`,
-    `--container-runtime-endpoint=${containerd.endpoint}`,
-    `--hostname-override=${name}`,
-    '--node-ip=127.0.0.1',
-    '--address=127.0.0.1',
-    `--port=${await freePort()}`,
-    `--root-dir=${join(root?.path ?? '', name)}`,
-    `--tls-cert-file=${server.cert}`,
-    `--tls-private-key-file=${server.key}`,
-    `--client-ca-file=${plane.caFile}`,
-    `--pod-cidr=${containerd.podCidr}`,
-  ]);
+  const dir = root?.path ?? '';
+  const { process: kubelet } = await startTestKubelet(plane, {
+    node: name,
+    containerd,
+    dir,
+    rootDir: join(dir, name),
+    logFile: join(dir, `kubelet-${name}.log`),
+    name: `kubelet-${name}`,
+  });
   return { name, containerd, kubelet };
 }
 

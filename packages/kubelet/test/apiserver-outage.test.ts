@@ -4,27 +4,25 @@
 // outage is reported once the apiserver is back (same port, same store), and
 // the node's Lease is renewed again.
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { KubeClient, resources } from '@kubit/client';
 import {
   type ControlPlane,
-  daemonCommand,
-  freePort,
   pushTestImages,
   sleep,
   startContainerd,
   startControlPlane,
-  startProcess,
   startRegistry,
+  startTestKubelet,
   type TestContainerd,
+  type TestKubelet,
   type TestProcess,
   type TestRegistry,
   tempDir,
   waitFor,
 } from '@kubit/testkit';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
-import type { Node, Pod } from 'kubernetes-types/core/v1.js';
+import type { Pod } from 'kubernetes-types/core/v1.js';
 import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from '../src/pods/labels.js';
 import { CriRuntime } from '../src/runtime/cri.js';
 import { startApiserverAgain } from './apiserver-process.js';
@@ -38,7 +36,7 @@ let containerd: TestContainerd;
 let client: KubeClient;
 let runtime: CriRuntime;
 let root: { path: string; cleanup: () => Promise<void> };
-let kubelet: TestProcess;
+let kubelet: TestKubelet;
 let apiserver: TestProcess | undefined;
 const t0 = Date.now();
 /** With KUBIT_DEBUG, where the file's time goes. */
@@ -61,50 +59,18 @@ before(async () => {
   for (const s of started) if (s.status === 'rejected') throw s.reason;
   runtime = new CriRuntime({ endpoint: containerd.endpoint });
   root = await tempDir('kubit-kubelet-outage-');
-  const server = cp.pki.kubeletServer(NODE);
-  const cmd = daemonCommand('kubelet', 'main.ts');
-  kubelet = startProcess({
-    command: cmd.command,
-    args: [
-      ...cmd.args,
-      `--kubeconfig=${await cp.kubeconfigForNode(NODE)}`,
-      `--container-runtime-endpoint=${containerd.endpoint}`,
-      `--hostname-override=${NODE}`,
-      '--node-ip=127.0.0.1',
-      '--address=127.0.0.1',
-      `--port=${await freePort()}`,
-      `--root-dir=${join(root.path, 'root')}`,
-      `--tls-cert-file=${server.cert}`,
-      `--tls-private-key-file=${server.key}`,
-      `--client-ca-file=${cp.caFile}`,
-      `--pod-cidr=${containerd.podCidr}`,
-    ],
-    env: { KUBIT_LOG_FORMAT: 'json' },
-    logFile: join(root.path, 'kubelet.log'),
-    name: 'kubit-kubelet',
-  });
+  kubelet = await startTestKubelet(cp, { node: NODE, containerd, dir: root.path });
   client = KubeClient.fromKubeconfig({ kubeconfig: cp.kubeconfigPath });
   // A kubelet started from sources on a loaded machine can take a while to come up.
-  await waitFor(
-    'the node to be Ready',
-    async () => {
-      if (!kubelet.running) throw new Error(`the kubelet exited; see ${root.path}/kubelet.log`);
-      const n = await client.get<Node>(resources.nodes, NODE).catch(() => undefined);
-      return n?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
-    },
-    180_000,
-    250,
-  );
+  await kubelet.waitReady(client, 180_000, 250);
   mark('set up');
 });
 
 after(async () => {
   await kubelet?.stop();
-  if (process.env.KUBIT_DEBUG && root) {
+  if (process.env.KUBIT_DEBUG && kubelet) {
     const { readFileSync } = await import('node:fs');
-    process.stderr.write(
-      readFileSync(join(root.path, 'kubelet.log'), 'utf8').split('\n').slice(-80).join('\n'),
-    );
+    process.stderr.write(readFileSync(kubelet.logFile, 'utf8').split('\n').slice(-80).join('\n'));
   }
   client?.close();
   runtime?.close();
@@ -187,7 +153,7 @@ test('a minute without the apiserver leaves the running pod running; status catc
       containersBefore.map((c) => [c.id, 'CONTAINER_RUNNING']),
     );
     assert.ok(await answersHttp(podIP), `HTTP on ${podIP} during the outage`);
-    assert.ok(kubelet.running, 'the kubelet stays up');
+    assert.ok(kubelet.process.running, 'the kubelet stays up');
     checks++;
     if (!flipped && Date.now() - outageStarted > 10_000) {
       // Something the kubelet must report later: the container stops being ready.
@@ -237,5 +203,5 @@ test('a minute without the apiserver leaves the running pod running; status catc
     after.map((c) => [c.id, c.state]),
     containersBefore.map((c) => [c.id, 'CONTAINER_RUNNING']),
   );
-  assert.ok(kubelet.running);
+  assert.ok(kubelet.process.running);
 });

@@ -12,14 +12,14 @@ import { KubeClient, resources } from '@kubit/client';
 import {
   type ControlPlane,
   daemonCommand,
-  freePort,
   pushTestImages,
   startContainerd,
   startControlPlane,
   startProcess,
   startRegistry,
+  startTestKubelet,
   type TestContainerd,
-  type TestProcess,
+  type TestKubelet,
   type TestRegistry,
   tempDir,
   waitFor,
@@ -35,7 +35,7 @@ let containerd: TestContainerd;
 let client: KubeClient;
 let runtime: CriRuntime;
 let root: { path: string; cleanup: () => Promise<void> };
-let kubelet: TestProcess | undefined;
+let kubelet: TestKubelet | undefined;
 let confDir: string;
 
 const readyOf = (n: Node | undefined) => n?.status?.conditions?.find((c) => c.type === 'Ready');
@@ -76,25 +76,14 @@ after(async () => {
 });
 
 test('pods wait for the pod CIDR; then the kubelet writes the conflist and the pod runs', async () => {
-  const cmd = daemonCommand('kubelet', 'main.ts');
-  kubelet = startProcess({
-    command: cmd.command,
-    args: [
-      ...cmd.args,
-      `--kubeconfig=${await cp.kubeconfigForNode(NODE)}`,
-      `--container-runtime-endpoint=${containerd.endpoint}`,
-      `--hostname-override=${NODE}`,
-      '--node-ip=127.0.0.1',
-      '--address=127.0.0.1',
-      `--port=${await freePort()}`,
-      `--root-dir=${join(root.path, 'root')}`,
-      `--cni-conf-dir=${confDir}`,
-      `--cni-bridge-name=${containerd.bridge}`,
-      `--cni-network-name=${containerd.networkName}`,
-    ],
-    env: { KUBIT_LOG_FORMAT: 'json' },
-    logFile: join(root.path, 'kubelet.log'),
-    name: 'kubit-kubelet',
+  // No TLS and no --pod-cidr: a fresh node that waits for node IPAM and writes its own conflist.
+  kubelet = await startTestKubelet(cp, {
+    node: NODE,
+    containerd,
+    dir: root.path,
+    tls: false,
+    podCidr: false,
+    cniConfDir: confDir,
   });
 
   const notReady = await waitFor(

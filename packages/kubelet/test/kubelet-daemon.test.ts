@@ -3,22 +3,19 @@
 // and events, serves its logs through the apiserver, finishes its deletion, and
 // adopts what it ran after a SIGKILL.
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { KubeClient, resources } from '@kubit/client';
 import { createLogger } from '@kubit/daemon';
 import {
   type ControlPlane,
-  daemonCommand,
-  freePort,
   pushTestImages,
   sleep,
   startContainerd,
   startControlPlane,
-  startProcess,
   startRegistry,
+  startTestKubelet,
   type TestContainerd,
-  type TestProcess,
+  type TestKubelet,
   type TestRegistry,
   tempDir,
   waitFor,
@@ -36,19 +33,7 @@ let containerd: TestContainerd;
 let client: KubeClient;
 let runtime: CriRuntime;
 let root: { path: string; cleanup: () => Promise<void> };
-let kubelet: TestProcess;
-let kubeletArgs: string[];
-
-function startKubelet(): TestProcess {
-  const cmd = daemonCommand('kubelet', 'main.ts');
-  return startProcess({
-    command: cmd.command,
-    args: [...cmd.args, ...kubeletArgs],
-    env: { KUBIT_LOG_FORMAT: 'json' },
-    logFile: join(root.path, 'kubelet.log'),
-    name: 'kubit-kubelet',
-  });
-}
+let kubelet: TestKubelet;
 
 before(async () => {
   // Each started on its own variable, so after() stops whichever came up even if the other failed.
@@ -65,23 +50,12 @@ before(async () => {
   containerd = await startContainerd({ mirror: registry.host });
   runtime = new CriRuntime({ endpoint: containerd.endpoint });
   root = await tempDir('kubit-kubelet-daemon-');
-  const port = await freePort();
-  const server = cp.pki.kubeletServer(NODE);
-  kubeletArgs = [
-    `--kubeconfig=${await cp.kubeconfigForNode(NODE)}`,
-    `--container-runtime-endpoint=${containerd.endpoint}`,
-    `--hostname-override=${NODE}`,
-    '--node-ip=127.0.0.1',
-    '--address=127.0.0.1',
-    `--port=${port}`,
-    `--root-dir=${join(root.path, 'root')}`,
-    `--tls-cert-file=${server.cert}`,
-    `--tls-private-key-file=${server.key}`,
-    `--client-ca-file=${cp.caFile}`,
-    '--node-labels=kubit.io/role=worker',
-    `--pod-cidr=${containerd.podCidr}`,
-  ];
-  kubelet = startKubelet();
+  kubelet = await startTestKubelet(cp, {
+    node: NODE,
+    containerd,
+    dir: root.path,
+    extraArgs: ['--node-labels=kubit.io/role=worker'],
+  });
   client = KubeClient.fromKubeconfig({ kubeconfig: cp.kubeconfigPath });
 });
 
@@ -206,8 +180,8 @@ test('after kill -9 and a restart the kubelet adopts its pod: no second containe
   );
   const before = await runtime.listContainers({ labelSelector: { [POD_UID_LABEL]: uid } });
   assert.equal(before.length, 1);
-  await kubelet.kill();
-  kubelet = startKubelet();
+  await kubelet.process.kill();
+  kubelet.restart();
   await waitFor(
     'the restarted kubelet to renew the node status',
     async () => {

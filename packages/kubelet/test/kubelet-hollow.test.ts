@@ -4,16 +4,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { KubeClient, resources } from '@kubit/client';
-import {
-  type ControlPlane,
-  daemonCommand,
-  freePort,
-  startControlPlane,
-  startProcess,
-  tempDir,
-  waitFor,
-} from '@kubit/testkit';
-import type { Node, Pod } from 'kubernetes-types/core/v1.js';
+import { type ControlPlane, startControlPlane, startTestKubelet, tempDir, waitFor } from '@kubit/testkit';
+import type { Pod } from 'kubernetes-types/core/v1.js';
 
 let cp: ControlPlane;
 let client: KubeClient;
@@ -33,33 +25,18 @@ after(async () => {
 
 test('a hollow kubelet (--container-runtime-endpoint=fake://) registers and runs pods in memory', async () => {
   const hollow = 'hollow-1';
-  const cmd = daemonCommand('kubelet', 'main.ts');
-  const proc = startProcess({
-    command: cmd.command,
-    args: [
-      ...cmd.args,
-      `--kubeconfig=${await cp.kubeconfigForNode(hollow)}`,
-      '--container-runtime-endpoint=fake://',
-      `--hostname-override=${hollow}`,
-      '--node-ip=127.0.0.2',
-      '--address=127.0.0.1',
-      `--port=${await freePort()}`,
-      `--root-dir=${join(root.path, 'hollow')}`,
-    ],
-    env: { KUBIT_LOG_FORMAT: 'json' },
+  // No containerd: --container-runtime-endpoint=fake://.
+  const kubelet = await startTestKubelet(cp, {
+    node: hollow,
+    dir: root.path,
+    nodeIp: '127.0.0.2',
+    tls: false,
+    rootDir: join(root.path, 'hollow'),
     logFile: join(root.path, 'hollow.log'),
     name: 'kubit-kubelet-hollow',
   });
   try {
-    await waitFor(
-      'the hollow node to be Ready',
-      async () => {
-        const n = await client.get<Node>(resources.nodes, hollow).catch(() => undefined);
-        return n?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
-      },
-      60_000,
-      250,
-    );
+    await kubelet.waitReady(client, 60_000, 250);
     await client.create<Pod>(
       resources.pods,
       {
@@ -82,6 +59,6 @@ test('a hollow kubelet (--container-runtime-endpoint=fake://) registers and runs
     assert.match(p.status?.podIP ?? '', /^10\.88\./);
     assert.match(p.status?.containerStatuses?.[0]?.containerID ?? '', /^fake:\/\//);
   } finally {
-    await proc.stop();
+    await kubelet.stop();
   }
 });

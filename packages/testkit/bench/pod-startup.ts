@@ -23,11 +23,12 @@
 // Build first: npx tsc -b packages/testkit packages/apiserver packages/scheduler packages/kubelet packages/store
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Node, Pod } from '@kubit/api';
+import type { Pod } from '@kubit/api';
 import { type KubeClient, resources } from '@kubit/client';
 import { startContainerd } from '../src/containerd.js';
 import { BUSYBOX_IMAGE, pushTestImages } from '../src/images.js';
-import { daemonCommand, freePort, repoRoot, startProcess, tempDir, waitFor } from '../src/process.js';
+import { startTestKubelet } from '../src/kubelet.js';
+import { daemonCommand, freePort, repoRoot, startProcess, tempDir } from '../src/process.js';
 import { startRegistry } from '../src/registry.js';
 import {
   benchClient,
@@ -354,33 +355,19 @@ runBench(async (cleanup) => {
   const containerd = await startContainerd({ mirror: registry.host });
   cleanup.add('containerd', () => containerd.stop());
 
-  const server = cp.pki.kubeletServer(NODE);
-  const kubeletCmd = flags.kubelet
-    ? {
-        command: process.execPath,
-        args: ['--conditions=kubit-source', '--import', 'tsx', resolve(repoRoot, flags.kubelet)],
-      }
-    : daemonCommand('kubelet', 'main.ts');
   const traceFile = join(root.path, 'startup-trace.jsonl');
-  const kubelet = startProcess({
-    name: 'kubit-kubelet',
-    command: kubeletCmd.command,
-    args: [
-      ...kubeletCmd.args,
-      `--kubeconfig=${await cp.kubeconfigForNode(NODE)}`,
-      `--container-runtime-endpoint=${containerd.endpoint}`,
-      `--hostname-override=${NODE}`,
-      '--node-ip=127.0.0.1',
-      '--address=127.0.0.1',
-      `--port=${await freePort()}`,
-      `--root-dir=${join(root.path, 'root')}`,
-      `--tls-cert-file=${server.cert}`,
-      `--tls-private-key-file=${server.key}`,
-      `--client-ca-file=${cp.caFile}`,
-      `--pod-cidr=${containerd.podCidr}`,
-    ],
-    env: { KUBIT_LOG_FORMAT: 'json', KUBIT_KUBELET_TRACE_FILE: traceFile },
+  const kubelet = await startTestKubelet(cp, {
+    node: NODE,
+    containerd,
+    dir: root.path,
     logFile: join(cp.logDir, 'kubelet.log'),
+    env: { KUBIT_KUBELET_TRACE_FILE: traceFile },
+    command: flags.kubelet
+      ? {
+          command: process.execPath,
+          args: ['--conditions=kubit-source', '--import', 'tsx', resolve(repoRoot, flags.kubelet)],
+        }
+      : undefined,
   });
   // Registered after containerd, so it is stopped before containerd is.
   cleanup.add('kubelet', () => kubelet.stop());
@@ -402,16 +389,8 @@ runBench(async (cleanup) => {
 
   const client = benchClient(cp.kubeconfigPath, 64);
   cleanup.add('client', () => client.close());
-  await waitFor(
-    'the node to be Ready',
-    async () => {
-      if (!kubelet.running) throw new Error(`the kubelet exited; see ${cp.logDir}/kubelet.log`);
-      const n = await client.get<Node>(resources.nodes, NODE).catch(() => undefined);
-      return n?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
-    },
-    300_000, // a kubelet from sources on a loaded machine can take minutes to come up
-    200,
-  );
+  // A kubelet from sources on a loaded machine can take minutes to come up.
+  await kubelet.waitReady(client, 300_000, 200);
 
   const list = await client.list(resources.pods, { namespace: NS, limit: 1 });
   const watch = watchRunning(client, list.metadata.resourceVersion ?? '0');
@@ -427,7 +406,7 @@ runBench(async (cleanup) => {
       0,
     ),
     scheduler: cpuMs(scheduler.pid),
-    kubelet: cpuMs(kubelet.pid),
+    kubelet: cpuMs(kubelet.process.pid),
     'containerd (with CNI plugins)': cpuMs(containerd.process.pid),
     'shims (with runc)': shimPids(containerd.socket).reduce((a, pid) => a + cpuMs(pid), 0),
   });
@@ -538,7 +517,7 @@ runBench(async (cleanup) => {
     },
   ];
   const down = [
-    kubelet.running ? '' : 'kubelet EXITED',
+    kubelet.process.running ? '' : 'kubelet EXITED',
     scheduler.running ? '' : 'scheduler EXITED',
     cp.apiserver.running ? '' : 'apiserver EXITED',
   ].filter(Boolean);

@@ -4,6 +4,7 @@ export * from './controlplane.js';
 export * from './docker.js';
 export * from './etcd.js';
 export * from './images.js';
+export * from './kubelet.js';
 export * from './linearizability.js';
 export * from './netns.js';
 export * from './pki.js';
