@@ -18,7 +18,14 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BUSYBOX_IMAGE, pushTestImages, startContainerd, startRegistry, tempDir } from '@kubit/testkit';
+import {
+  BUSYBOX_IMAGE,
+  processCpuMs,
+  pushTestImages,
+  startContainerd,
+  startRegistry,
+  tempDir,
+} from '@kubit/testkit';
 import { CriRuntime } from '../src/runtime/cri.js';
 import type { PodSandboxConfig } from '../src/runtime/types.js';
 
@@ -167,22 +174,9 @@ async function startPod(
   return { id, sandbox: t1 - t0, create: t2 - t1, start: t3 - t2 };
 }
 
-/** utime, stime, cutime, cstime of a process in ms (0s when it is gone). */
+/** CPU ms of a process, its own and its reaped children's (0s when it is gone). */
 function procCpu(pid: number): { self: number; children: number } {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat
-      .slice(stat.lastIndexOf(')') + 2)
-      .split(' ')
-      .map(Number);
-    // after "pid (comm) ": state is f[0], utime f[11], stime f[12], cutime f[13], cstime f[14]
-    return {
-      self: ((f[11] ?? 0) + (f[12] ?? 0)) * TICK_MS,
-      children: ((f[13] ?? 0) + (f[14] ?? 0)) * TICK_MS,
-    };
-  } catch {
-    return { self: 0, children: 0 };
-  }
+  return processCpuMs(pid) ?? { self: 0, children: 0 };
 }
 
 /** CPU ms of the shim daemons serving `socket` (their own, and their reaped children: runc). */

@@ -19,10 +19,10 @@
 // other in the same run and the table puts them side by side.
 // Build first: npx tsc -b packages/testkit packages/apiserver packages/store
 
-import { readFileSync } from 'node:fs';
 import type { Pod } from '@kubit/api';
 import { type KubeClient, resources, type Watch } from '@kubit/client';
 import type { StoreProgram } from '../src/etcd.js';
+import { processCpuMs } from '../src/process.js';
 import {
   benchClient,
   type Cleanup,
@@ -361,12 +361,9 @@ async function watchDelivery(
   }
 }
 
-/** CPU milliseconds (user + system) a process has used so far (USER_HZ = 100). */
+/** CPU ms (user + system) a process has used so far; NaN once it is gone. */
 function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces) start at ") ".
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  return processCpuMs(pid)?.self ?? Number.NaN;
 }
 
 /**

@@ -28,7 +28,7 @@ import { type KubeClient, resources } from '@kubit/client';
 import { startContainerd } from '../src/containerd.js';
 import { BUSYBOX_IMAGE, pushTestImages } from '../src/images.js';
 import { startTestKubelet } from '../src/kubelet.js';
-import { daemonCommand, freePort, repoRoot, startProcess, tempDir } from '../src/process.js';
+import { daemonCommand, freePort, processCpuMs, repoRoot, startProcess, tempDir } from '../src/process.js';
 import { startRegistry } from '../src/registry.js';
 import {
   benchClient,
@@ -261,19 +261,10 @@ function spanRows(started: Started[], trace: Map<string, Map<string, number>>): 
   return rows;
 }
 
-/** user+system CPU ms of a process (its own, and its reaped children's) from /proc; 0 when gone. */
+/** CPU ms of a process (its own, and its reaped children's: CNI plugins, runc); 0 when gone. */
 function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat
-      .slice(stat.lastIndexOf(')') + 2)
-      .split(' ')
-      .map(Number);
-    // after "pid (comm) ": utime f[11], stime f[12], cutime f[13], cstime f[14], in 1/100 s
-    return ((f[11] ?? 0) + (f[12] ?? 0) + (f[13] ?? 0) + (f[14] ?? 0)) * 10;
-  } catch {
-    return 0;
-  }
+  const cpu = processCpuMs(pid);
+  return cpu ? cpu.self + cpu.children : 0;
 }
 
 /** PIDs of the containerd shims serving `socket` (they name it on their command line). */

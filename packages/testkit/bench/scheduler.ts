@@ -1,30 +1,8 @@
-// pnpm bench:scheduler — kubit-scheduler (from dist/) in the full stack (3-member
-// store, kubit-apiserver) with 1,000 nodes and 10,000 pending pods: pods bound
-// per second from the first bind to the last, for plain pods and for pods with
-// required anti-affinity by hostname (10 pods per label group, so it stays
-// satisfiable), then creation→binding latency with the scheduler running and
-// pods created at a steady rate; and the scheduler's resident memory.
-// Target (issue 6): ≥ 1,000 pods/s for plain pods.
-//
-//   node packages/testkit/dist/bench/scheduler.js [--store=kubit-store|etcd]
-//        [--members=3] [--nodes=1000] [--pods=10000] [--paced-rate=100] [--paced-seconds=5] [--batch-seconds=240]
-//        [--kinds=plain,anti-affinity]
-//
-// Each batch also reports the CPU time (utime+stime from /proc/<pid>/stat) each
-// process spent per bound pod: the machine is shared, so CPU per pod is the
-// measure that survives a busy host. KUBIT_SCHEDULER_CPU_PROF=<dir> profiles the
-// scheduler (a .cpuprofile lands there when it stops). KUBIT_SCHEDULER_MAIN=<main.ts>
-// runs the scheduler from another copy of its sources (with KUBIT_SOURCE=1), for A/B runs.
-//
-// The nodes are Node objects registered through the API (Ready, allocatable
-// cpu/memory/pods): the scheduler only needs nodes, not kubelets.
-// Build first: npx tsc -b packages/testkit packages/apiserver packages/scheduler packages/store
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Node, Pod } from '@kubit/api';
 import { type KubeClient, type KubeObject, resources, type Watch } from '@kubit/client';
 import type { ControlPlane } from '../src/controlplane.js';
-import { daemonCommand, freePort, startProcess, type TestProcess } from '../src/process.js';
+import { daemonCommand, freePort, processCpuMs, startProcess, type TestProcess } from '../src/process.js';
 import {
   benchClient,
   forEachConcurrent,
@@ -47,19 +25,9 @@ import {
 const SCRIPT = 'bench:scheduler';
 const GROUP_SIZE = 10;
 
-/** Clock ticks per second for /proc/<pid>/stat times (USER_HZ: 100 on Linux). */
-const USER_HZ = 100;
-
-/** CPU milliseconds (user + system) a process has used so far, NaN once it is gone. */
+/** CPU ms (user + system) a process has used so far; NaN once it is gone. */
 function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces) start at ") ".
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
-  } catch {
-    return Number.NaN;
-  }
+  return processCpuMs(pid)?.self ?? Number.NaN;
 }
 
 /** Counts from the apiserver's /metrics: store operations and requests, by label. */

@@ -19,11 +19,11 @@
 // names another build of main.js (to compare a before and an after), and
 // KUBIT_STORE_CPU_PROF=<dir> has every member write a CPU profile there
 // (the members inherit the variable; see packages/store/src/profile.ts).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Etcd3 } from 'etcd3';
 import { type StoreCluster as Cluster, etcdInstalled, StoreCluster, type StoreProgram } from '../src/etcd.js';
-import { daemonCommand } from '../src/process.js';
+import { daemonCommand, processCpuMs } from '../src/process.js';
 import { machineHeader, ms, now, percentile, progress, rssMiB, sleep, table, UsageError } from './common.js';
 
 const WORKLOADS = ['put', 'range-linear', 'range-serial', 'watch'] as const;
@@ -111,17 +111,9 @@ interface Row {
   cpuPerOp: number;
 }
 
-/** CPU ms (user + system) a process used so far, from /proc; NaN when it cannot be read. */
+/** CPU ms (user + system) a process has used so far; NaN when it cannot be read. */
 function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces) start at field 3.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return Number.NaN;
-  }
+  return (pid === undefined ? undefined : processCpuMs(pid)?.self) ?? Number.NaN;
 }
 
 function clusterCpuMs(cluster: Cluster): number {

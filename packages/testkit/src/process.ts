@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -209,4 +209,29 @@ export async function tempDir(
 ): Promise<{ path: string; cleanup: () => Promise<void> }> {
   const path = await mkdtemp(join(tmpdir(), prefix));
   return { path, cleanup: () => rm(path, { recursive: true, force: true }) };
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux). */
+const USER_HZ = 100;
+
+/**
+ * CPU milliseconds (user + system) a process has used so far, from
+ * /proc/<pid>/stat: its own, and its reaped children's (what the exec'd helpers
+ * it waited for used); undefined once it is gone. Benchmarks measure CPU per
+ * operation with it, which a busy machine disturbs far less than wall time.
+ */
+export function processCpuMs(pid: number): { self: number; children: number } | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // After "pid (comm) " (comm may hold spaces): utime is field 11, stime 12, cutime 13, cstime 14.
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
+  const ms = (ticks: number) => (ticks * 1000) / USER_HZ;
+  return { self: ms(f[11] + f[12]), children: ms(f[13] + f[14]) };
 }
