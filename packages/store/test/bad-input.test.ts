@@ -2,7 +2,7 @@
 // member keeps serving.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { status } from '@grpc/grpc-js';
+import { credentials, makeGenericClientConstructor, status } from '@grpc/grpc-js';
 import { StoreCluster } from '@kubit/testkit';
 import { KvClient } from './kv-client.js';
 
@@ -23,16 +23,21 @@ async function revision(): Promise<number> {
   return Number(r.header.revision);
 }
 
-async function rejects(p: Promise<unknown>, code: status, message: string): Promise<void> {
+async function rejects(p: Promise<unknown>, code: status, message: string | RegExp): Promise<void> {
   await assert.rejects(p, (err: { code: number; details: string }) => {
-    assert.equal(err.details, message);
+    if (typeof message === 'string') assert.equal(err.details, message);
+    else assert.match(err.details, message);
     assert.equal(err.code, code);
     return true;
   });
 }
 
 /** Runs a bad request and checks the revision did not move and the member still writes. */
-async function refusedWithoutEffect(p: () => Promise<unknown>, code: status, message: string): Promise<void> {
+async function refusedWithoutEffect(
+  p: () => Promise<unknown>,
+  code: status,
+  message: string | RegExp,
+): Promise<void> {
   const before = await revision();
   await rejects(p(), code, message);
   assert.equal(await revision(), before, 'a refused request changed the store');
@@ -154,4 +159,59 @@ test('removing the last member is refused and the member keeps serving', async (
   const missing = await cluster.etcdctl(['member', 'remove', '1234']);
   assert.match(missing.stderr, /etcdserver: member not found/);
   assert.equal((await cluster.etcdctl(['put', 'after', 'ok'])).code, 0);
+});
+
+/** A raw gRPC call to the member: the request's bytes as given, the answer's bytes as received. */
+function rawCall(path: string, body: Buffer): Promise<Buffer> {
+  const identity = (b: Buffer) => b;
+  const Client = makeGenericClientConstructor(
+    {
+      Raw: {
+        path,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity,
+      },
+    },
+    'Raw',
+  );
+  const client = new Client(cluster.endpoints[0], credentials.createInsecure()) as unknown as {
+    Raw(req: Buffer, opts: object, cb: (err: unknown, resp: Buffer) => void): void;
+    close(): void;
+  };
+  return new Promise<Buffer>((res, rej) => {
+    client.Raw(body, { deadline: Date.now() + 5000 }, (err, resp) => {
+      client.close();
+      if (err) rej(err);
+      else res(resp);
+    });
+  });
+}
+
+test('malformed protobuf, an unknown method, an oversized message: gRPC errors, and the member keeps serving', async () => {
+  // Field 1 (key) claims 100 bytes and the message ends after 2.
+  await refusedWithoutEffect(
+    () => rawCall('/etcdserverpb.KV/Put', Buffer.from([0x0a, 0x64, 0x61, 0x62])),
+    status.INTERNAL,
+    /^grpc: error unmarshalling request: /,
+  );
+  await refusedWithoutEffect(
+    () => rawCall('/etcdserverpb.KV/Nope', Buffer.alloc(0)),
+    status.UNIMPLEMENTED,
+    'unknown method Nope for service etcdserverpb.KV',
+  );
+  await refusedWithoutEffect(
+    () => rawCall('/nosuch.Service/Get', Buffer.alloc(0)),
+    status.UNIMPLEMENTED,
+    'unknown service nosuch.Service',
+  );
+  const huge = Buffer.alloc(3 * 1024 * 1024, 1);
+  await refusedWithoutEffect(
+    () => rawCall('/etcdserverpb.KV/Put', huge),
+    status.RESOURCE_EXHAUSTED,
+    `grpc: received message larger than max (${huge.length} vs. ${1.5 * 1024 * 1024 + 512 * 1024})`,
+  );
 });

@@ -7,6 +7,7 @@ import type { Member, MemberInfo } from '../proto.js';
 import { codecs } from '../proto.js';
 import type { RaftStatus } from '../raft/index.js';
 import { header, type ServerContext, unary } from './context.js';
+import type { ServiceImplementation } from './grpc-server.js';
 
 export const VERSION = '3.5.13';
 
@@ -89,10 +90,7 @@ function forwardPromote(ctx: ServerContext, opts: ClusterServiceOptions, id: str
   });
 }
 
-export function clusterService(
-  ctx: ServerContext,
-  opts: ClusterServiceOptions,
-): grpc.UntypedServiceImplementation {
+export function clusterService(ctx: ServerContext, opts: ClusterServiceOptions): ServiceImplementation {
   const voters = () => [...ctx.machine.members.values()].filter((m) => !m.is_learner);
   // etcd's "started": the member has published its name through the log. The
   // leader, which exchanges messages with every member, also requires that it
@@ -159,7 +157,7 @@ export function clusterService(
   };
 }
 
-export function maintenanceService(ctx: ServerContext): grpc.UntypedServiceImplementation {
+export function maintenanceService(ctx: ServerContext): ServiceImplementation {
   return {
     Status: unary(async () => {
       const self = ctx.machine.members.get(ctx.memberId);

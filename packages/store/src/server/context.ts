@@ -1,5 +1,4 @@
 // What every gRPC service of a member shares.
-import type * as grpc from '@grpc/grpc-js';
 import { EtcdError } from '../errors.js';
 import type { StateMachine } from '../mvcc/machine.js';
 import type { Lessor } from '../node/lessor.js';
@@ -7,6 +6,7 @@ import type { RaftNode } from '../node/node.js';
 import { trace } from '../node/trace.js';
 import type { Transport } from '../node/transport.js';
 import type { ResponseHeader } from '../proto.js';
+import type { CallError, UnaryHandler } from './grpc-server.js';
 
 export interface ServerContext {
   node: RaftNode;
@@ -26,14 +26,14 @@ export function header(ctx: ServerContext, rev = ctx.machine.mvcc.rev): Response
 }
 
 /** Turns any failure into the gRPC status a client should see. */
-export function toServiceError(err: unknown): Partial<grpc.ServiceError> {
+export function toServiceError(err: unknown): CallError {
   if (err instanceof EtcdError) return { code: err.code, details: err.message, message: err.message };
   const message = err instanceof Error ? err.message : String(err);
   return { code: 13, details: message, message };
 }
 
-/** Adapts an async handler to grpc-js's unary callback style. */
-export function unary<Req, Res>(fn: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
+/** Adapts an async handler to the unary callback style. */
+export function unary<Req, Res>(fn: (req: Req) => Promise<Res>): UnaryHandler<Req, Res> {
   return (call, callback) => {
     trace('rpc-in');
     fn(call.request).then(
@@ -41,7 +41,7 @@ export function unary<Req, Res>(fn: (req: Req) => Promise<Res>): grpc.handleUnar
         trace('rpc-out');
         callback(null, res);
       },
-      (err: unknown) => callback(toServiceError(err) as grpc.ServiceError),
+      (err: unknown) => callback(toServiceError(err)),
     );
   };
 }

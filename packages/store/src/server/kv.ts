@@ -1,6 +1,5 @@
 // etcdserverpb.KV: reads are served from memory after a ReadIndex round
 // (linearizable) or at once (serializable); writes go through the log.
-import type * as grpc from '@grpc/grpc-js';
 import * as kv from '../mvcc/kv.js';
 import {
   MAX_REQUEST_BYTES,
@@ -18,6 +17,7 @@ import type {
   TxnRequest,
 } from '../proto.js';
 import { header, type ServerContext, unary } from './context.js';
+import type { ServiceImplementation } from './grpc-server.js';
 
 /** Proposes a write and returns its response with a filled-in header. */
 export async function write(
@@ -30,7 +30,7 @@ export async function write(
   return { ...value, header: header(ctx, result.rev) };
 }
 
-export function kvService(ctx: ServerContext): grpc.UntypedServiceImplementation {
+export function kvService(ctx: ServerContext): ServiceImplementation {
   return {
     Range: unary(async (req: RangeRequest) => {
       validateRange(req);

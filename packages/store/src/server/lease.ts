@@ -1,12 +1,12 @@
 // etcdserverpb.Lease. Grant and revoke go through the log; keep-alives go to
 // the leader only (it alone tracks deadlines), forwarded there by followers.
 import { randomBytes } from 'node:crypto';
-import type * as grpc from '@grpc/grpc-js';
 import { Errors } from '../errors.js';
 import { keyBuffer } from '../mvcc/keys.js';
 import { MAX_LEASE_TTL } from '../mvcc/validate.js';
 import type { LeaseGrantRequest, LeaseRevokeRequest } from '../proto.js';
-import { header, type ServerContext, unary } from './context.js';
+import { header, type ServerContext, toServiceError, unary } from './context.js';
+import type { DuplexCall, ServiceImplementation } from './grpc-server.js';
 import { write } from './kv.js';
 
 /** A fresh positive 63-bit lease ID as a decimal string. */
@@ -23,7 +23,7 @@ export async function renewLease(ctx: ServerContext, id: string): Promise<number
   return ctx.transport.leaseRenew(ctx.node.leader, id);
 }
 
-export function leaseService(ctx: ServerContext): grpc.UntypedServiceImplementation {
+export function leaseService(ctx: ServerContext): ServiceImplementation {
   return {
     LeaseGrant: unary(async (req: LeaseGrantRequest) => {
       if (Number(req.TTL) > MAX_LEASE_TTL) throw Errors.leaseTTLTooLarge();
@@ -34,12 +34,12 @@ export function leaseService(ctx: ServerContext): grpc.UntypedServiceImplementat
       const resp = await write(ctx, { op: 'lease_revoke', lease_revoke: { ID: String(req.ID) } });
       return { header: resp.header };
     }),
-    LeaseKeepAlive: (stream: grpc.ServerDuplexStream<{ ID: string }, unknown>) => {
+    LeaseKeepAlive: (stream: DuplexCall<{ ID: string }, unknown>) => {
       stream.on('data', (req: { ID: string }) => {
         const id = String(req.ID);
         renewLease(ctx, id).then(
           (ttl) => stream.write({ header: header(ctx), ID: id, TTL: ttl }),
-          (err: unknown) => stream.destroy(err instanceof Error ? err : new Error(String(err))),
+          (err: unknown) => stream.destroy(toServiceError(err)),
         );
       });
       stream.on('end', () => stream.end());

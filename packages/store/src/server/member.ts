@@ -15,17 +15,13 @@ import { codecs, etcdServices, type MemberInfo, RaftPeerService, serverServices 
 import { type ConfChange, EntryType, encodeConfChange, RawNode } from '../raft/index.js';
 import { clusterService, hashId, maintenanceService, memberId } from './cluster.js';
 import type { ServerContext } from './context.js';
+import { GrpcServer, type TlsFiles } from './grpc-server.js';
 import { kvService, write } from './kv.js';
 import { leaseService } from './lease.js';
 import { peerService } from './peer.js';
 import { WatchHub } from './watch.js';
 
-export interface TlsFiles {
-  certFile: string;
-  keyFile: string;
-  trustedCaFile?: string;
-  clientCertAuth: boolean;
-}
+export type { TlsFiles };
 
 export interface MemberConfig {
   name: string;
@@ -55,15 +51,6 @@ export interface RunningMember {
   stop(): Promise<void>;
 }
 
-function serverCreds(tls: TlsFiles | undefined): grpc.ServerCredentials {
-  if (!tls) return grpc.ServerCredentials.createInsecure();
-  return grpc.ServerCredentials.createSsl(
-    tls.trustedCaFile ? readFileSync(tls.trustedCaFile) : null,
-    [{ cert_chain: readFileSync(tls.certFile), private_key: readFileSync(tls.keyFile) }],
-    tls.clientCertAuth,
-  );
-}
-
 function clientCreds(tls: TlsFiles | undefined): grpc.ChannelCredentials {
   if (!tls) return grpc.credentials.createInsecure();
   return grpc.credentials.createSsl(
@@ -75,14 +62,18 @@ function clientCreds(tls: TlsFiles | undefined): grpc.ChannelCredentials {
 
 function hostPort(url: string): string {
   const u = new URL(url);
-  const host = u.hostname.startsWith('[') ? u.hostname : u.hostname;
-  return `${host}:${u.port || (u.protocol === 'https:' ? '443' : '80')}`;
+  return `${u.hostname}:${defaultPort(u)}`;
 }
 
-function bindAsync(server: grpc.Server, url: string, creds: grpc.ServerCredentials): Promise<number> {
-  return new Promise((res, rej) => {
-    server.bindAsync(hostPort(url), creds, (err, port) => (err ? rej(err) : res(port)));
-  });
+function defaultPort(u: URL): number {
+  return Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+}
+
+/** Serves `server` at a listen URL (https: with the TLS files); resolves with the port. */
+function listenAt(server: GrpcServer, url: string, tls: TlsFiles | undefined): Promise<number> {
+  const u = new URL(url);
+  if (u.protocol === 'https:' && !tls) throw new Error(`${url}: an https URL needs TLS cert and key files`);
+  return server.listen(u.hostname, defaultPort(u), u.protocol === 'https:' ? tls : undefined);
 }
 
 export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
@@ -141,10 +132,20 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
 
   const peerCreds = clientCreds(cfg.peerTls);
   let node!: RaftNode;
-  const transport = new Transport(clusterId, peerCreds, {
-    unreachable: (id) => node.reportUnreachable(id),
-    snapshotDone: (id, ok) => node.reportSnapshot(id, ok),
-  });
+  const peerTls = cfg.peerTls;
+  const transport = new Transport(
+    clusterId,
+    peerCreds,
+    {
+      unreachable: (id) => node.reportUnreachable(id),
+      snapshotDone: (id, ok) => node.reportSnapshot(id, ok),
+    },
+    peerTls && {
+      ca: peerTls.trustedCaFile ? readFileSync(peerTls.trustedCaFile) : undefined,
+      cert: readFileSync(peerTls.certFile),
+      key: readFileSync(peerTls.keyFile),
+    },
+  );
   let lessor!: Lessor;
   // Kept for the Cluster service: promoting a learner depends on the leader's view of its progress.
   let raft!: RawNode;
@@ -210,7 +211,7 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
   for (const l of machine.mvcc.leases.values()) lessor.granted(l.id, l.ttl);
 
   // Peer server first: the others may already be waiting for our votes.
-  const peerServer = new grpc.Server({ 'grpc.max_receive_message_length': 512 * 1024 * 1024 });
+  const peerServer = new GrpcServer({ maxReceiveMessageLength: 512 * 1024 * 1024 });
   peerServer.addService(
     RaftPeerService.service,
     peerService(ctx, (id) => {
@@ -220,17 +221,13 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
       }
     }),
   );
-  for (const url of cfg.listenPeerUrls) await bindAsync(peerServer, url, serverCreds(cfg.peerTls));
+  for (const url of cfg.listenPeerUrls) await listenAt(peerServer, url, cfg.peerTls);
 
   node.start();
   lessor.start();
 
-  const clientServer = new grpc.Server({
-    'grpc.max_receive_message_length': MAX_REQUEST_BYTES + 512 * 1024,
-    'grpc.max_send_message_length': 2 ** 31 - 1,
-    'grpc.keepalive_permit_without_calls': 1,
-    'grpc.http2.min_ping_interval_without_data_ms': 5000,
-  });
+  // etcd's limit: a request up to --max-request-bytes plus 512 KiB of gRPC overhead.
+  const clientServer = new GrpcServer({ maxReceiveMessageLength: MAX_REQUEST_BYTES + 512 * 1024 });
   clientServer.addService(serverServices.KV, kvService(ctx));
   clientServer.addService(serverServices.Watch, watchHub.service());
   clientServer.addService(etcdServices.Lease.service, leaseService(ctx));
@@ -250,8 +247,7 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
   );
   clientServer.addService(etcdServices.Maintenance.service, maintenanceService(ctx));
   const clientPorts: number[] = [];
-  for (const url of cfg.listenClientUrls)
-    clientPorts.push(await bindAsync(clientServer, url, serverCreds(cfg.clientTls)));
+  for (const url of cfg.listenClientUrls) clientPorts.push(await listenAt(clientServer, url, cfg.clientTls));
   log.info({ id: selfId, clientUrls: cfg.listenClientUrls, peerUrls: cfg.listenPeerUrls }, 'serving');
 
   // Publish our name and client URLs through the log, once there is a leader to take it.
@@ -269,8 +265,8 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
       node.stop();
       lessor.stop();
       watchHub.stop();
-      clientServer.forceShutdown();
-      peerServer.forceShutdown();
+      clientServer.close();
+      peerServer.close();
       transport.close();
       await node
         .drain()

@@ -4,13 +4,13 @@
 // misses or repeats a revision. A watcher gets one response per applied batch
 // (holding every revision of the batch it wants, as etcd does for a watcher
 // catching up), and each change is encoded once for all the watchers it goes to.
-import type * as grpc from '@grpc/grpc-js';
 import { inRange, type KeyRange, toKeyRange } from '../mvcc/keys.js';
 import { toDeletedKeyValue, toKeyValue } from '../mvcc/kv.js';
 import type { ChangeEvent } from '../mvcc/store.js';
 import type { Event, WatchCreateRequest, WatchRequest } from '../proto.js';
 import { encodeChange, type OutgoingWatchResponse } from '../wire/etcd.js';
 import { header, type ServerContext } from './context.js';
+import type { DuplexCall, ServiceImplementation } from './grpc-server.js';
 
 const FILTER_NOPUT = 0;
 const FILTER_NODELETE = 1;
@@ -51,7 +51,7 @@ interface Watcher {
   progressNotify: boolean;
 }
 
-type WatchStream = grpc.ServerDuplexStream<WatchRequest, OutgoingWatchResponse>;
+type WatchStream = DuplexCall<WatchRequest, OutgoingWatchResponse>;
 
 class StreamWatchers {
   readonly watchers = new Map<number, Watcher>();
@@ -65,7 +65,10 @@ class StreamWatchers {
 
   send(resp: OutgoingWatchResponse): void {
     if (this.stream.writableLength > MAX_BUFFERED_BYTES) {
-      this.stream.destroy(new Error('watch stream too slow'));
+      this.stream.destroy({
+        code: 8,
+        message: 'watch stream too slow: the client is not reading its events',
+      });
       return;
     }
     this.stream.write(resp);
@@ -213,7 +216,7 @@ export class WatchHub {
     for (const s of this.streams) s.deliver(applied, encoder);
   }
 
-  service(): grpc.UntypedServiceImplementation {
+  service(): ServiceImplementation {
     return {
       Watch: (stream: WatchStream) => {
         const s = new StreamWatchers(this.ctx, stream, this);
@@ -223,7 +226,6 @@ export class WatchHub {
           s.close();
           stream.end();
         });
-        stream.on('error', () => s.close());
         stream.on('close', () => s.close());
       },
     };

@@ -1,0 +1,402 @@
+// A gRPC server on node:http2, for the member's client and peer ports.
+//
+// Why not grpc-js's Server: per call it runs a stack of interceptors,
+// filters, deadline timers, channelz bookkeeping and metadata objects, and
+// profiles of the member showed that stack costing as much main-thread time as
+// the store's own work on a put. gRPC over HTTP/2 is small (a POST per call;
+// each message a 5-byte prefix — compressed flag, big-endian length — and its
+// protobuf; the status in trailers), so this file speaks it directly: one
+// HTTP/2 stream per call, unary and bidi-streaming methods, the gRPC status
+// codes and messages etcd's own (Go) server sends for oversized, undecodable
+// and unknown requests. Clients are unchanged: etcdctl (grpc-go), the npm
+// etcd3 client and grpc-js clients (the members' own) all speak to it.
+//
+// Service definitions still come from proto-loader (paths and codecs), and
+// handlers keep grpc-js's shapes (`(call, callback)` for unary methods, an
+// event-emitting duplex call for streams), so the services do not care which
+// server runs them.
+import { EventEmitter } from 'node:events';
+import { readFileSync } from 'node:fs';
+import * as http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
+
+/** gRPC status codes used here (the rest come from the services' errors). */
+const Status = { OK: 0, INTERNAL: 13, UNIMPLEMENTED: 12, RESOURCE_EXHAUSTED: 8 } as const;
+
+/** What a handler fails with: a gRPC code and a message (EtcdError and grpc-js's ServiceError both fit). */
+export interface CallError {
+  code?: number;
+  details?: string;
+  message?: string;
+}
+
+export interface UnaryCall<Req> {
+  readonly request: Req;
+}
+export type UnaryCallback<Res> = (err: CallError | null, response?: Res) => void;
+export type UnaryHandler<Req, Res> = (call: UnaryCall<Req>, callback: UnaryCallback<Res>) => void;
+
+/**
+ * One bidi-streaming call: 'data' for each request, 'end' when the client
+ * half-closes, 'close' once when the call is over for any reason (finished,
+ * cancelled, connection lost).
+ */
+export interface DuplexCall<Req, Res> {
+  on(event: 'data', listener: (request: Req) => void): this;
+  on(event: 'end' | 'close', listener: () => void): this;
+  /** Sends a response; false when the stream's buffer is full (the bytes are still queued). */
+  write(response: Res): boolean;
+  /** Finishes the call with status OK. */
+  end(): void;
+  /** Finishes the call with the error's status (INTERNAL unless it carries a code). */
+  destroy(err?: CallError): void;
+  /** Bytes written but not yet taken by the connection. */
+  readonly writableLength: number;
+}
+export type DuplexHandler<Req, Res> = (call: DuplexCall<Req, Res>) => void;
+
+// Handlers are typed per method by the services; the server only routes them.
+// biome-ignore lint/suspicious/noExplicitAny: each method has its own request type
+type AnyHandler = UnaryHandler<any, any> | DuplexHandler<any, any>;
+export type ServiceImplementation = Record<string, AnyHandler>;
+
+export interface TlsFiles {
+  certFile: string;
+  keyFile: string;
+  trustedCaFile?: string;
+  clientCertAuth: boolean;
+}
+
+export interface GrpcServerOptions {
+  /** Largest request message accepted (bigger ones get RESOURCE_EXHAUSTED, as grpc-go's MaxRecvMsgSize). */
+  maxReceiveMessageLength: number;
+}
+
+interface Route {
+  method: MethodDefinition<unknown, unknown>;
+  handler: AnyHandler | undefined;
+}
+
+const RESPONSE_HEADERS = {
+  ':status': 200,
+  'content-type': 'application/grpc',
+  'grpc-accept-encoding': 'identity',
+};
+
+/** gRPC's percent-encoding of grpc-message: bytes outside printable ASCII, and '%'. */
+export function encodeGrpcMessage(message: string): string {
+  // Fast path: etcd's messages are plain ASCII.
+  if (/^[\x20-\x24\x26-\x7e]*$/.test(message)) return message;
+  let out = '';
+  for (const byte of Buffer.from(message, 'utf8')) {
+    out +=
+      byte >= 0x20 && byte <= 0x7e && byte !== 0x25
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** Prefixes a message with gRPC's 5-byte frame header. */
+export function frameMessage(body: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(5 + body.length);
+  out[0] = 0;
+  out.writeUInt32BE(body.length, 1);
+  out.set(body, 5);
+  return out;
+}
+
+/**
+ * Splits a byte stream into gRPC messages. `push` returns an error text when
+ * a message is compressed or over the limit (the call must then end).
+ */
+export class MessageReader {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** Length of the message being gathered, or -1 while its header is incomplete. */
+  private need = -1;
+
+  constructor(
+    private readonly maxLength: number,
+    private readonly onMessage: (body: Buffer) => void,
+  ) {}
+
+  push(chunk: Buffer): { code: number; message: string } | undefined {
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    for (;;) {
+      if (this.need < 0) {
+        if (this.pendingBytes < 5) return undefined;
+        const head = this.take(5);
+        if (head[0] !== 0) {
+          return { code: Status.UNIMPLEMENTED, message: 'grpc: compressed messages are not supported' };
+        }
+        const length = head.readUInt32BE(1);
+        if (length > this.maxLength) {
+          return {
+            code: Status.RESOURCE_EXHAUSTED,
+            message: `grpc: received message larger than max (${length} vs. ${this.maxLength})`,
+          };
+        }
+        this.need = length;
+      }
+      if (this.pendingBytes < this.need) return undefined;
+      const body = this.take(this.need);
+      this.need = -1;
+      this.onMessage(body);
+    }
+  }
+
+  /** Removes and returns the first `n` pending bytes (no copy when one chunk holds them). */
+  private take(n: number): Buffer {
+    if (n === 0) return EMPTY;
+    const first = this.pending[0];
+    if (first.length >= n) {
+      this.pendingBytes -= n;
+      if (first.length === n) this.pending.shift();
+      else this.pending[0] = first.subarray(n);
+      return first.subarray(0, n);
+    }
+    const all = Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = all.length > n ? [all.subarray(n)] : [];
+    this.pendingBytes -= n;
+    return all.subarray(0, n);
+  }
+}
+
+/** The server side of one call: its HTTP/2 stream, response headers and final status. */
+class ServerCall extends EventEmitter implements DuplexCall<unknown, unknown> {
+  private finished = false;
+  private statusCode: number = Status.OK;
+  private statusMessage = '';
+
+  constructor(
+    private readonly stream: http2.ServerHttp2Stream,
+    private readonly method: MethodDefinition<unknown, unknown>,
+  ) {
+    super();
+  }
+
+  get writableLength(): number {
+    return this.stream.writableLength;
+  }
+
+  private respond(): void {
+    if (this.stream.headersSent) return;
+    this.stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+    this.stream.once('wantTrailers', () => {
+      const trailers: http2.OutgoingHttpHeaders = { 'grpc-status': String(this.statusCode) };
+      if (this.statusMessage !== '') trailers['grpc-message'] = encodeGrpcMessage(this.statusMessage);
+      this.stream.sendTrailers(trailers);
+    });
+  }
+
+  write(response: unknown): boolean {
+    if (this.finished || this.stream.destroyed) return false;
+    this.respond();
+    return this.stream.write(frameMessage(this.method.responseSerialize(response)));
+  }
+
+  /** A unary call's answer: headers, the one message and the trailers in one go. */
+  reply(response: unknown): void {
+    if (this.finished || this.stream.destroyed) return;
+    let frame: Buffer;
+    try {
+      frame = frameMessage(this.method.responseSerialize(response));
+    } catch (err) {
+      this.fail({ code: Status.INTERNAL, message: `grpc: error while marshaling: ${errorText(err)}` });
+      return;
+    }
+    this.finished = true;
+    this.respond();
+    this.stream.end(frame);
+  }
+
+  end(): void {
+    this.finish(Status.OK, '');
+  }
+
+  destroy(err?: CallError): void {
+    this.fail(err ?? { code: Status.INTERNAL, message: 'call ended by the server' });
+  }
+
+  fail(err: CallError): void {
+    const code = typeof err.code === 'number' && err.code > 0 && err.code <= 16 ? err.code : Status.INTERNAL;
+    this.finish(code, err.details || err.message || '');
+  }
+
+  /** Ends the call with a status: in the trailers, or trailers-only if nothing was sent yet. */
+  finish(code: number, message: string): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.stream.destroyed || this.stream.closed) return;
+    if (!this.stream.headersSent) {
+      const headers: http2.OutgoingHttpHeaders = { ...RESPONSE_HEADERS, 'grpc-status': String(code) };
+      if (message !== '') headers['grpc-message'] = encodeGrpcMessage(message);
+      this.stream.respond(headers, { endStream: true });
+      return;
+    }
+    this.statusCode = code;
+    this.statusMessage = message;
+    this.stream.end();
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class GrpcServer {
+  private readonly routes = new Map<string, Route>();
+  private readonly services = new Set<string>();
+  private readonly servers: (http2.Http2Server | http2.Http2SecureServer)[] = [];
+  private readonly sessions = new Set<http2.ServerHttp2Session>();
+
+  constructor(private readonly opts: GrpcServerOptions) {}
+
+  /** Serves a service's methods; methods without a handler answer UNIMPLEMENTED. */
+  addService(service: ServiceDefinition, impl: ServiceImplementation): void {
+    for (const [name, method] of Object.entries(service)) {
+      this.services.add(method.path.split('/')[1]);
+      this.routes.set(method.path, {
+        method: method as MethodDefinition<unknown, unknown>,
+        handler: impl[name] ?? (method.originalName ? impl[method.originalName] : undefined),
+      });
+    }
+  }
+
+  /** Listens on host:port (port 0: any free port); resolves with the port. */
+  listen(host: string, port: number, tls?: TlsFiles): Promise<number> {
+    // grpc-js's server also lifts Node's session memory cap: Node degrades badly once it is hit.
+    const common = { maxSessionMemory: Number.MAX_SAFE_INTEGER, maxSendHeaderBlockLength: 0x7fffffff };
+    const server = tls
+      ? http2.createSecureServer({
+          ...common,
+          cert: readFileSync(tls.certFile),
+          key: readFileSync(tls.keyFile),
+          ca: tls.trustedCaFile ? readFileSync(tls.trustedCaFile) : undefined,
+          requestCert: tls.clientCertAuth,
+          rejectUnauthorized: tls.clientCertAuth,
+        })
+      : http2.createServer(common);
+    server.on('session', (session: http2.ServerHttp2Session) => {
+      this.sessions.add(session);
+      session.on('close', () => this.sessions.delete(session));
+      // A broken connection is the client's problem, not the server's.
+      session.on('error', () => {});
+    });
+    if (tls) server.on('secureConnection', (socket) => socket.on('error', () => {}));
+    server.on('stream', (stream, headers) => {
+      try {
+        this.onStream(stream, headers);
+      } catch {
+        // A request that trips this code ends its own call, never the member.
+        stream.destroy();
+      }
+    });
+    this.servers.push(server);
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host.replace(/^\[|\]$/g, ''), () => {
+        server.off('error', reject);
+        resolve((server.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  /** Stops listening and drops every connection (calls in flight end with them). */
+  close(): void {
+    for (const s of this.servers) s.close();
+    for (const session of this.sessions) session.destroy();
+    this.sessions.clear();
+  }
+
+  private onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+    stream.on('error', () => {});
+    const path = headers[':path'] ?? '';
+    const route = this.routes.get(path);
+    const call = new ServerCall(stream, route?.method ?? UNKNOWN_METHOD);
+    if (!route?.handler) {
+      // grpc-go's words, as etcd's server says them.
+      const [, service = '', name = ''] = path.split('/');
+      const message = route
+        ? `method ${name} not implemented`
+        : this.services.has(service)
+          ? `unknown method ${name} for service ${service}`
+          : `unknown service ${service}`;
+      call.finish(Status.UNIMPLEMENTED, message);
+      stream.resume();
+      return;
+    }
+    const encoding = headers['grpc-encoding'];
+    if (encoding !== undefined && encoding !== 'identity') {
+      call.finish(
+        Status.UNIMPLEMENTED,
+        `grpc: Decompressor is not installed for grpc-encoding "${encoding}"`,
+      );
+      stream.resume();
+      return;
+    }
+    const { method, handler } = route;
+    const streaming = method.requestStream;
+    let done = false;
+    /** Ends the call with a status; nothing more is read from it. */
+    const stop = (code: number, message: string) => {
+      done = true;
+      call.finish(code, message);
+    };
+    const reader = new MessageReader(this.opts.maxReceiveMessageLength, (body) => {
+      if (done) return;
+      let request: unknown;
+      try {
+        request = method.requestDeserialize(body);
+      } catch (err) {
+        stop(Status.INTERNAL, `grpc: error unmarshalling request: ${errorText(err)}`);
+        return;
+      }
+      if (streaming) {
+        call.emit('data', request);
+        return;
+      }
+      // Unary: the one request message (usually with END_STREAM in the same read).
+      done = true;
+      (handler as UnaryHandler<unknown, unknown>)({ request }, (err, response) => {
+        if (err) call.fail(err);
+        else call.reply(response ?? {});
+      });
+    });
+    stream.on('data', (chunk: Buffer) => {
+      if (done) return;
+      try {
+        const err = reader.push(chunk);
+        if (err) stop(err.code, err.message);
+      } catch (err) {
+        // A handler that throws ends its own call, never the member.
+        stop(Status.INTERNAL, errorText(err));
+      }
+    });
+    if (streaming) {
+      stream.on('end', () => call.emit('end'));
+      stream.on('close', () => call.emit('close'));
+      (handler as DuplexHandler<unknown, unknown>)(call);
+    } else {
+      stream.on('end', () => {
+        if (!done) stop(Status.INTERNAL, 'grpc: the client sent no request message');
+      });
+    }
+  }
+}
+
+/** Stands in for the method of a path nobody serves (only its status is ever sent). */
+const UNKNOWN_METHOD: MethodDefinition<unknown, unknown> = {
+  path: '',
+  requestStream: false,
+  responseStream: false,
+  requestSerialize: () => Buffer.alloc(0),
+  requestDeserialize: () => ({}),
+  responseSerialize: () => Buffer.alloc(0),
+  responseDeserialize: () => ({}),
+};
