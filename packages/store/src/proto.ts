@@ -325,6 +325,7 @@ export interface WireMessage {
   snapshot?: WireSnapshot | null;
   context?: Bytes;
   has_context?: boolean;
+  no_ack?: boolean;
 }
 export interface WireHardState {
   term: Int64;

@@ -52,6 +52,7 @@ export function messageToWire(m: Message): WireMessage {
     snapshot: m.snapshot ? snapshotToWire(m.snapshot) : null,
     context: m.context ?? new Uint8Array(0),
     has_context: m.context !== undefined,
+    no_ack: m.noAck === true,
   };
 }
 
@@ -70,6 +71,7 @@ export function messageFromWire(w: WireMessage): Message {
   };
   if (w.snapshot) m.snapshot = snapshotFromWire(w.snapshot);
   if (w.has_context) m.context = toU8(w.context);
+  if (w.no_ack) m.noAck = true;
   return m;
 }
 

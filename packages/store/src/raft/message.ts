@@ -92,6 +92,9 @@ export function validateMessage(m: unknown, self: NodeId): asserts m is Message 
   if (o.context !== undefined && !(o.context instanceof Uint8Array)) {
     throw new InvalidMessageError(`${type}: context must be a Uint8Array`);
   }
+  if (o.noAck !== undefined && typeof o.noAck !== 'boolean') {
+    throw new InvalidMessageError(`${type}: noAck must be a boolean`);
+  }
   const msg = m as Message;
   if (type === 'MsgApp') {
     let prevTerm = msg.logTerm;

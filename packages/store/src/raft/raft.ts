@@ -540,6 +540,7 @@ export class Raft {
     }
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
     if (lastNew !== undefined) {
+      if (m.noAck) return;
       resp.index = lastNew;
     } else {
       // Mismatch at m.index. Give the leader a hint to skip back over a whole
@@ -852,6 +853,9 @@ export class Raft {
     m.logTerm = prevTerm;
     m.entries = entries;
     m.commit = this.log.committed;
+    // Only a new commit index for a follower known to hold all of the log:
+    // its answer would tell us nothing (and wake us for nothing).
+    if (entries.length === 0 && pr.state === 'replicate' && pr.match === prevIndex) m.noAck = true;
     this.send(m);
     if (pr.state === 'replicate' && entries.length > 0) pr.sentEntries(entries[entries.length - 1].index);
     else if (pr.state === 'probe') pr.probeSent = true;

@@ -91,6 +91,12 @@ export interface Message {
    * MsgVote: marks a campaign triggered by a leadership transfer.
    */
   context?: Uint8Array;
+  /**
+   * MsgApp: the leader already knows the follower holds everything up to
+   * `index` (the message only brings a new commit index), so a successful
+   * append needs no MsgAppResp. A rejection is still answered.
+   */
+  noAck?: boolean;
 }
 
 export interface ReadState {

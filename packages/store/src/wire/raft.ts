@@ -111,6 +111,7 @@ function writeMessage(w: PbWriter, m: Message): void {
     w.bytes(12, m.context);
     w.bool(13, true);
   }
+  if (m.noAck) w.bool(14, true);
 }
 
 function readMessage(r: PbReader): Message {
@@ -173,6 +174,9 @@ function readMessage(r: PbReader): Message {
         break;
       case 104:
         hasContext = r.bool();
+        break;
+      case 112:
+        if (r.bool()) m.noAck = true;
         break;
       default:
         r.skip(tag);

@@ -200,3 +200,69 @@ test('a restarted node does not re-apply entries its state machine already holds
     [3],
   );
 });
+
+test('a commit-only MsgApp to a caught-up follower wants no answer; other appends still get one', () => {
+  const sim = new Sim({ ids: ['1', '2', '3'], seed: 3 });
+  sim.elect('1');
+  sim.settle();
+  assert.ok(sim.propose('1', 'a'));
+  sim.processReady('1');
+  // Both followers take the entry and ack; the leader commits and tells them.
+  sim.deliverAll((m) => m.type === 'MsgApp');
+  sim.processReady('2');
+  sim.processReady('3');
+  sim.deliverAll((m) => m.type === 'MsgAppResp');
+  sim.processReady('1');
+  const commits = sim.queue.filter((m) => m.type === 'MsgApp' && m.entries.length === 0);
+  assert.equal(commits.length, 2);
+  for (const m of commits) assert.equal(m.noAck, true, `commit-only MsgApp to ${m.to}`);
+  sim.deliverAll((m) => m.type === 'MsgApp');
+  sim.processReady('2');
+  sim.processReady('3');
+  assert.equal(
+    sim.queue.filter((m) => m.type === 'MsgAppResp').length,
+    0,
+    'followers do not answer a commit-only MsgApp',
+  );
+  sim.settle();
+  for (const n of sim.live()) assert.ok(sim.hasApplied(n.id, 'a'));
+});
+
+test('a follower still rejects a commit-only MsgApp that does not match its log', () => {
+  const { storage, node } = nodeWithLog('2', ['1', '2', '3'], [ent(1, 1)], 1, 1);
+  const app = newMessage('MsgApp', '1', '2', 1);
+  app.index = 3;
+  app.logTerm = 1;
+  app.commit = 3;
+  app.noAck = true;
+  node.step(app);
+  const rd = handle(node, storage);
+  const resp = rd.messages.find((m) => m.type === 'MsgAppResp');
+  assert.equal(resp?.reject, true);
+  // A matching one commits and stays silent.
+  const ok = newMessage('MsgApp', '1', '2', 1);
+  ok.index = 1;
+  ok.logTerm = 1;
+  ok.commit = 1;
+  ok.noAck = true;
+  node.step(ok);
+  assert.equal(node.hasReady() ? node.ready().messages.length : 0, 0);
+});
+
+test('a follower that fell behind still catches up (the leader asks for answers until it knows)', () => {
+  const sim = new Sim({ ids: ['1', '2', '3'], seed: 4 });
+  sim.elect('1');
+  sim.settle();
+  sim.isolate('3');
+  for (let i = 0; i < 3; i++) sim.propose('1', `v${i}`);
+  sim.settle();
+  sim.heal();
+  for (let round = 0; round < 20 && !sim.hasApplied('3', 'v2'); round++) {
+    sim.raw('1').tick();
+    for (const m of sim.queue) {
+      if (m.noAck) assert.equal(m.entries.length, 0, 'only commit-only appends go unanswered');
+    }
+    sim.settle();
+  }
+  assert.ok(sim.hasApplied('3', 'v2'));
+});
