@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -126,15 +126,56 @@ process.once('exit', () => {
   for (const p of started) if (p.running) p.child.kill('SIGKILL');
 });
 
+/** Ports this process handed out, and where every test process records its own. */
+const handedOut = new Set<number>();
+const RESERVATIONS = join(tmpdir(), 'kubit-test-ports');
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Claims `port` for this process until it exits: test files run side by side,
+ * and a port free now may be handed to another test's daemon while ours is
+ * down (a restart after kill -9), so each claim is a file naming its owner.
+ * A claim whose owner has exited is taken over.
+ */
+function reserve(port: number): boolean {
+  if (handedOut.has(port)) return false;
+  mkdirSync(RESERVATIONS, { recursive: true });
+  const file = join(RESERVATIONS, String(port));
+  try {
+    writeFileSync(file, String(process.pid), { flag: 'wx' });
+  } catch {
+    const owner = Number(readFileSync(file, 'utf8'));
+    if (owner > 0 && alive(owner)) return false;
+    writeFileSync(file, String(process.pid));
+  }
+  handedOut.add(port);
+  return true;
+}
+
+process.once('exit', () => {
+  for (const port of handedOut) rmSync(join(RESERVATIONS, String(port)), { force: true });
+});
+
 /**
  * A TCP port on 127.0.0.1 that was free a moment ago, for a daemon a test starts.
  * It is drawn from below the kernel's ephemeral range (32768 and up), so that the
- * many outgoing connections of a test run cannot take it before the daemon binds it.
+ * many outgoing connections of a test run cannot take it before the daemon binds it,
+ * and it is never handed out twice while this process (or another test process
+ * that claimed it) lives.
  */
 export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
+  for (let attempt = 0; attempt < 200; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (await canBind(port)) return port;
+    if (handedOut.has(port)) continue;
+    if ((await canBind(port)) && reserve(port)) return port;
   }
   return bindAny();
 }
