@@ -3,7 +3,8 @@
 // percent-encoding of status messages.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { encodeGrpcMessage, frameMessage, MessageReader } from '../src/server/grpc-server.js';
+import { encodeGrpcMessage, MessageReader } from '../src/server/grpc-server.js';
+import { frameMessage } from '../src/wire/grpc-frame.js';
 
 function collect(max = 1024): { reader: MessageReader; got: string[] } {
   const got: string[] = [];

@@ -35,13 +35,14 @@ test('member add, start with --initial-cluster-state=existing, catch up, duplica
     });
     return r.stdout.split('\n').filter((l) => l.startsWith('before/')).length === 5;
   });
-  const list = await cluster.etcdctl(['member', 'list']);
-  const rows = list.stdout.trim().split('\n');
-  assert.equal(rows.length, 2);
-  assert.ok(
-    rows.every((r) => r.includes(', started, ')),
-    list.stdout,
-  );
+  // A member publishes its name through the log once it knows the leader (as
+  // etcd's does): until that entry is applied it lists as "unstarted".
+  let rows: string[] = [];
+  await waitFor('both members listed as started', async () => {
+    const list = await cluster.etcdctl(['member', 'list']);
+    rows = list.stdout.trim().split('\n');
+    return rows.length === 2 && rows.every((r) => r.includes(', started, '));
+  });
   // The same peer URL again.
   const again = await cluster.etcdctl(['member', 'add', 'twice', `--peer-urls=${peerUrl}`]);
   assert.notEqual(again.code, 0);

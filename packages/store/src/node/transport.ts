@@ -12,6 +12,7 @@ import * as http2 from 'node:http2';
 import type * as grpc from '@grpc/grpc-js';
 import { type RaftBatch, RaftPeerService } from '../proto.js';
 import type { Message } from '../raft/types.js';
+import { frameMessage } from '../wire/grpc-frame.js';
 import { encodeRaftBatch } from '../wire/raft.js';
 import { messageToWire } from './wire.js';
 
@@ -26,15 +27,6 @@ export interface PeerTlsOptions {
   ca?: Buffer;
   cert: Buffer;
   key: Buffer;
-}
-
-/** gRPC's frame for one message: a zero compressed-flag byte, the big-endian length, the bytes. */
-function frame(body: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(5 + body.length);
-  out[0] = 0;
-  out.writeUInt32BE(body.length, 1);
-  out.set(body, 5);
-  return out;
 }
 
 export interface PeerCallbacks {
@@ -149,7 +141,7 @@ export class Transport {
     if (!stream) return;
     const batch = p.queue;
     p.queue = [];
-    const ok = stream.write(frame(encodeRaftBatch({ cluster_id: this.clusterId, messages: batch })));
+    const ok = stream.write(frameMessage(encodeRaftBatch({ cluster_id: this.clusterId, messages: batch })));
     if (!ok) p.blocked = true;
   }
 

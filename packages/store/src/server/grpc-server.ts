@@ -20,6 +20,7 @@ import { readFileSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
+import { frameMessage } from '../wire/grpc-frame.js';
 
 /** gRPC status codes used here (the rest come from the services' errors). */
 const Status = { OK: 0, INTERNAL: 13, UNIMPLEMENTED: 12, RESOURCE_EXHAUSTED: 8 } as const;
@@ -99,15 +100,6 @@ export function encodeGrpcMessage(message: string): string {
 }
 
 const EMPTY = Buffer.alloc(0);
-
-/** Prefixes a message with gRPC's 5-byte frame header. */
-export function frameMessage(body: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(5 + body.length);
-  out[0] = 0;
-  out.writeUInt32BE(body.length, 1);
-  out.set(body, 5);
-  return out;
-}
 
 /**
  * Splits a byte stream into gRPC messages. `push` returns an error text when
