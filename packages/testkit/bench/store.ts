@@ -1,5 +1,6 @@
 // pnpm bench:store — kubit-store against a real etcd 3.4, side by side in one
-// run, same machine, same disk, same client (the npm etcd3 client), same
+// run (both clusters up, taking turns row by row), same machine, same disk,
+// same client (the npm etcd3 client), same
 // 256-byte values and sequential keys, for several numbers of concurrent
 // clients and four workloads:
 //   put           puts of sequential keys
@@ -342,18 +343,27 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const memory: Memory[] = [];
   let round = 0;
-  for (const program of opts.programs) {
-    const cluster = await StoreCluster.start({
-      program,
-      size: opts.members,
-      storeCommand: program === 'kubit-store' ? storeCommand() : undefined,
-      args: program === 'kubit-store' ? ['--log-level=warn'] : [],
-    });
-    try {
+  // Both stores run side by side and take turns row by row (which one goes
+  // first alternates): this machine's speed drifts within a minute, and a
+  // ratio of two rows measured a minute apart would carry that drift.
+  const clusters: { program: StoreProgram; cluster: Cluster }[] = [];
+  try {
+    for (const program of opts.programs) {
+      const cluster = await StoreCluster.start({
+        program,
+        size: opts.members,
+        storeCommand: program === 'kubit-store' ? storeCommand() : undefined,
+        args: program === 'kubit-store' ? ['--log-level=warn'] : [],
+      });
+      clusters.push({ program, cluster });
       if (opts.workloads.some((w) => w.startsWith('range')))
         await preloadReadKeys(cluster, Buffer.alloc(opts.valueBytes, 'x'));
-      for (const workload of opts.workloads) {
-        for (const clients of opts.clients) {
+    }
+    let turn = 0;
+    for (const workload of opts.workloads) {
+      for (const clients of opts.clients) {
+        const order = turn++ % 2 === 0 ? clusters : [...clusters].reverse();
+        for (const { program, cluster } of order) {
           const row = await measure(cluster, workload, clients, opts, round++);
           rows.push(row);
           progress(
@@ -361,12 +371,14 @@ async function main(): Promise<void> {
           );
         }
       }
+    }
+    for (const { program, cluster } of clusters) {
       const mib = cluster.members.map((m) => (m.process ? rssMiB(m.process.pid) : Number.NaN));
       memory.push({ program, mib });
       progress(`${program} resident memory: ${mib.map((x) => x.toFixed(0)).join(' + ')} MiB`);
-    } finally {
-      await cluster.destroy();
     }
+  } finally {
+    for (const { cluster } of clusters) await cluster.destroy();
   }
   const [l1, l5, l15] = loadavg().map((x) => x.toFixed(2));
   process.stdout.write(
