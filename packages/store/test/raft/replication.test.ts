@@ -230,22 +230,21 @@ test('a commit-only MsgApp to a caught-up follower wants no answer; other append
 
 test('a follower still rejects a commit-only MsgApp that does not match its log', () => {
   const { storage, node } = nodeWithLog('2', ['1', '2', '3'], [ent(1, 1)], 1, 1);
-  const app = newMessage('MsgApp', '1', '2', 1);
-  app.index = 3;
-  app.logTerm = 1;
-  app.commit = 3;
-  app.noAck = true;
-  node.step(app);
+  /** A commit-only MsgApp from leader 1 in term 1, after the entry at `index` (term 1). */
+  const commitOnly = (index: number) => {
+    const m = newMessage('MsgApp', '1', '2', 1);
+    m.index = index;
+    m.logTerm = 1;
+    m.commit = index;
+    m.noAck = true;
+    return m;
+  };
+  node.step(commitOnly(3));
   const rd = handle(node, storage);
   const resp = rd.messages.find((m) => m.type === 'MsgAppResp');
   assert.equal(resp?.reject, true);
   // A matching one commits and stays silent.
-  const ok = newMessage('MsgApp', '1', '2', 1);
-  ok.index = 1;
-  ok.logTerm = 1;
-  ok.commit = 1;
-  ok.noAck = true;
-  node.step(ok);
+  node.step(commitOnly(1));
   assert.equal(node.hasReady() ? node.ready().messages.length : 0, 0);
 });
 
