@@ -22,6 +22,7 @@ import {
   BUSYBOX_IMAGE,
   processCpuMs,
   pushTestImages,
+  sleeperContainerConfig,
   startContainerd,
   startRegistry,
   tempDir,
@@ -152,22 +153,7 @@ async function startPod(
   const t0 = performance.now();
   const id = await rt.runPodSandbox(config);
   const t1 = performance.now();
-  const cid = await rt.createContainer(
-    id,
-    {
-      metadata: { name: 'c', attempt: 0 },
-      image: { image: BUSYBOX_IMAGE },
-      command: ['sleep', '3600'],
-      args: [],
-      workingDir: '',
-      envs: [],
-      mounts: [],
-      labels: { 'io.kubernetes.container.name': 'c' },
-      annotations: {},
-      logPath: 'c/0.log',
-    },
-    config,
-  );
+  const cid = await rt.createContainer(id, sleeperContainerConfig(BUSYBOX_IMAGE), config);
   const t2 = performance.now();
   await rt.startContainer(cid);
   const t3 = performance.now();

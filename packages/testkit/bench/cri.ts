@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { sleeperContainerConfig } from '../src/images.js';
 import { repoRoot } from '../src/process.js';
 
 type Unary = (
@@ -73,18 +74,7 @@ export async function startSandboxWithContainer(
   const t1 = performance.now();
   const { containerId } = await cri.call<{ containerId: string }>('CreateContainer', {
     podSandboxId,
-    config: {
-      metadata: { name: 'c', attempt: 0 },
-      image: { image: opts.image },
-      command: ['sleep', '3600'],
-      args: [],
-      workingDir: '',
-      envs: [],
-      mounts: [],
-      labels: { 'io.kubernetes.container.name': 'c' },
-      annotations: {},
-      logPath: 'c/0.log',
-    },
+    config: sleeperContainerConfig(opts.image),
     sandboxConfig,
   });
   const t2 = performance.now();

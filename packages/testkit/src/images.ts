@@ -285,3 +285,22 @@ export async function pushTestImages(host: string, images?: TestImage[]): Promis
   );
   return list;
 }
+
+/**
+ * A CRI ContainerConfig that keeps `image` running (`sleep 3600`), logging to
+ * c/0.log under its sandbox: for benchmarks that drive the runtime directly.
+ */
+export function sleeperContainerConfig(image: string) {
+  return {
+    metadata: { name: 'c', attempt: 0 },
+    image: { image },
+    command: ['sleep', '3600'],
+    args: [] as string[],
+    workingDir: '',
+    envs: [] as { key: string; value: string }[],
+    mounts: [] as never[],
+    labels: { 'io.kubernetes.container.name': 'c' } as Record<string, string>,
+    annotations: {} as Record<string, string>,
+    logPath: 'c/0.log',
+  };
+}
