@@ -7,7 +7,14 @@ import { promisify } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { PAUSE_IMAGE } from './images.js';
-import { repoRoot, startProcess, type TestProcess, tempDir, waitFor } from './process.js';
+import {
+  claimForTestProcess,
+  repoRoot,
+  startProcess,
+  type TestProcess,
+  tempDir,
+  waitFor,
+} from './process.js';
 
 const run = promisify(execFile);
 
@@ -52,14 +59,19 @@ function fill(template: string, values: Record<string, string>): string {
   });
 }
 
-/** A 10.244.x.0/24 that no interface address or route on this machine touches. */
+/**
+ * A 10.244.x.0/24 that no interface address or route on this machine touches,
+ * and that no other containerd of a running test was given (its bridge only
+ * gets the address once a pod runs).
+ */
 async function pickPodCidr(): Promise<string> {
   const { stdout: addrs } = await run('ip', ['-4', '-o', 'addr']);
   const { stdout: routes } = await run('ip', ['-4', 'route']);
-  for (let i = 0; i < 50; i++) {
+  for (let i = 0; i < 200; i++) {
     const x = 100 + Math.floor(Math.random() * 150);
     const prefix = `10.244.${x}.`;
-    if (!addrs.includes(prefix) && !routes.includes(prefix)) return `${prefix}0/24`;
+    if (addrs.includes(prefix) || routes.includes(prefix)) continue;
+    if (claimForTestProcess(`podcidr-10.244.${x}`)) return `${prefix}0/24`;
   }
   throw new Error('no free 10.244.x.0/24 for a test pod network');
 }

@@ -126,9 +126,9 @@ process.once('exit', () => {
   for (const p of started) if (p.running) p.child.kill('SIGKILL');
 });
 
-/** Ports this process handed out, and where every test process records its own. */
-const handedOut = new Set<number>();
-const RESERVATIONS = join(tmpdir(), 'kubit-test-ports');
+/** What this process claimed, and where every test process records its claims. */
+const claimed = new Set<string>();
+const CLAIMS = join(tmpdir(), 'kubit-test-claims');
 
 function alive(pid: number): boolean {
   try {
@@ -140,15 +140,16 @@ function alive(pid: number): boolean {
 }
 
 /**
- * Claims `port` for this process until it exits: test files run side by side,
- * and a port free now may be handed to another test's daemon while ours is
- * down (a restart after kill -9), so each claim is a file naming its owner.
- * A claim whose owner has exited is taken over.
+ * Claims a machine-wide resource (a port, a pod subnet) for this test process
+ * until it exits. Test files run side by side, and something free now may be
+ * handed to another test's daemon before ours takes it (or while ours is down
+ * for a restart), so each claim is a file naming its owner. A claim whose
+ * owner has exited is taken over. False if someone else holds it.
  */
-function reserve(port: number): boolean {
-  if (handedOut.has(port)) return false;
-  mkdirSync(RESERVATIONS, { recursive: true });
-  const file = join(RESERVATIONS, String(port));
+export function claimForTestProcess(key: string): boolean {
+  if (claimed.has(key)) return false;
+  mkdirSync(CLAIMS, { recursive: true });
+  const file = join(CLAIMS, key);
   try {
     writeFileSync(file, String(process.pid), { flag: 'wx' });
   } catch {
@@ -156,12 +157,12 @@ function reserve(port: number): boolean {
     if (owner > 0 && alive(owner)) return false;
     writeFileSync(file, String(process.pid));
   }
-  handedOut.add(port);
+  claimed.add(key);
   return true;
 }
 
 process.once('exit', () => {
-  for (const port of handedOut) rmSync(join(RESERVATIONS, String(port)), { force: true });
+  for (const key of claimed) rmSync(join(CLAIMS, key), { force: true });
 });
 
 /**
@@ -174,8 +175,8 @@ process.once('exit', () => {
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (handedOut.has(port)) continue;
-    if ((await canBind(port)) && reserve(port)) return port;
+    if (claimed.has(`port-${port}`)) continue;
+    if ((await canBind(port)) && claimForTestProcess(`port-${port}`)) return port;
   }
   return bindAny();
 }
