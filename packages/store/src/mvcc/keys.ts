@@ -26,15 +26,3 @@ export function inRange(r: KeyRange, key: string): boolean {
   if (r.kind === 'single') return key === r.key;
   return key >= r.start && (r.end === undefined || key < r.end);
 }
-
-/** Index of the first element >= key in a sorted array. */
-export function lowerBound(sorted: string[], key: string): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}

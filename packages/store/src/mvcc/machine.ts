@@ -260,26 +260,13 @@ export class StateMachine {
       this.members.set(m.id, m);
       ops.push({ type: 'put', key: memberKey(m.id), value: codecs.memberInfo.encode(m) });
     }
-    Object.assign(this.mvcc, { rev: fresh.rev, compactRev: fresh.compactRev });
-    // Swap the internals: MvccState's maps are readonly, so copy them over.
-    replaceState(this.mvcc, fresh);
+    this.mvcc.replaceWith(fresh);
     ops.push({ type: 'put', key: metaKey('rev'), value: Buffer.from(String(header.rev)) });
     ops.push({ type: 'put', key: metaKey('compact'), value: Buffer.from(String(header.compactRev)) });
     ops.push(this.appliedOp(index));
     await this.db.batch(ops, { sync: true });
     for (const l of this.mvcc.leases.values()) this.listener.onLeaseGranted?.(l.id, l.ttl);
   }
-}
-
-function replaceState(target: MvccState, source: MvccState): void {
-  const t = target as unknown as { keys: string[]; index: Map<string, KvRecord[]> };
-  const s = source as unknown as { keys: string[]; index: Map<string, KvRecord[]> };
-  t.keys.length = 0;
-  for (const k of s.keys) t.keys.push(k);
-  t.index.clear();
-  for (const [k, v] of s.index) t.index.set(k, v);
-  target.leases.clear();
-  for (const [k, v] of source.leases) target.leases.set(k, v);
 }
 
 export { keyBuffer };
