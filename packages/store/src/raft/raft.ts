@@ -827,17 +827,18 @@ export class Raft {
   /**
    * Sends what `to` is missing: in replicate state as many MsgApps as the
    * inflight window allows, otherwise one probe. With `sendIfEmpty` an empty
-   * MsgApp still goes out (to carry the commit index or probe the log).
+   * MsgApp still goes out (to carry the commit index or probe the log); with
+   * `maySkipAck` too, such an empty MsgApp may ask for no answer (see below).
    */
-  private sendAppend(to: NodeId, sendIfEmpty: boolean): void {
-    if (!this.maybeSendAppend(to, sendIfEmpty)) return;
+  private sendAppend(to: NodeId, sendIfEmpty: boolean, maySkipAck = false): void {
+    if (!this.maybeSendAppend(to, sendIfEmpty, maySkipAck)) return;
     const pr = this.progress.get(to);
-    while (pr?.state === 'replicate' && this.maybeSendAppend(to, false)) {
+    while (pr?.state === 'replicate' && this.maybeSendAppend(to, false, false)) {
       // keep streaming until the window is full or the peer is caught up
     }
   }
 
-  private maybeSendAppend(to: NodeId, sendIfEmpty: boolean): boolean {
+  private maybeSendAppend(to: NodeId, sendIfEmpty: boolean, maySkipAck: boolean): boolean {
     const pr = this.progress.get(to);
     if (pr === undefined || pr.isPaused()) return false;
     const prevIndex = pr.next - 1;
@@ -853,9 +854,19 @@ export class Raft {
     m.logTerm = prevTerm;
     m.entries = entries;
     m.commit = this.log.committed;
-    // Only a new commit index for a follower known to hold all of the log:
-    // its answer would tell us nothing (and wake us for nothing).
-    if (entries.length === 0 && pr.state === 'replicate' && pr.match === prevIndex) m.noAck = true;
+    // A new commit index, and nothing else, for a follower that holds all of
+    // the log (match) or will say so anyway: in replicate state, unacked
+    // inflights mean an ack for everything up to prevIndex (the last entry
+    // sent) is on its way. Its answer would tell us nothing and wake us for
+    // nothing. Heartbeat answers and rejections still send answered appends,
+    // so a lost ack cannot leave the follower's match behind for good.
+    if (
+      maySkipAck &&
+      entries.length === 0 &&
+      pr.state === 'replicate' &&
+      (pr.match === prevIndex || pr.inflights.size() > 0)
+    )
+      m.noAck = true;
     this.send(m);
     if (pr.state === 'replicate' && entries.length > 0) pr.sentEntries(entries[entries.length - 1].index);
     else if (pr.state === 'probe') pr.probeSent = true;
@@ -877,7 +888,7 @@ export class Raft {
   }
 
   private bcastAppend(): void {
-    for (const id of this.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
+    for (const id of this.progress.keys()) if (id !== this.id) this.sendAppend(id, true, true);
   }
 
   private bcastHeartbeat(): void {

@@ -228,6 +228,53 @@ test('a commit-only MsgApp to a caught-up follower wants no answer; other append
   for (const n of sim.live()) assert.ok(sim.hasApplied(n.id, 'a'));
 });
 
+test('a commit-only MsgApp to a follower whose ack is still on its way wants no answer either', () => {
+  const sim = new Sim({ ids: ['1', '2', '3'], seed: 5 });
+  sim.elect('1');
+  sim.settle();
+  assert.ok(sim.propose('1', 'a'));
+  sim.processReady('1');
+  sim.deliverAll((m) => m.type === 'MsgApp');
+  sim.processReady('2');
+  sim.processReady('3');
+  // Only follower 2's ack arrives: the leader commits with it, while 3's ack is still queued.
+  sim.deliverAll((m) => m.type === 'MsgAppResp' && m.from === '2');
+  sim.processReady('1');
+  const commit = sim.queue.find((m) => m.type === 'MsgApp' && m.to === '3');
+  assert.equal(commit?.entries.length, 0);
+  assert.equal(commit?.noAck, true, 'follower 3 acks the entry anyway');
+  // 3's ack (for the entry) is the one answer it owes; the commit-only MsgApp adds none.
+  sim.deliverAll((m) => m.type === 'MsgApp' && m.to === '3');
+  sim.processReady('3');
+  const fromThree = sim.queue.filter((m) => m.type === 'MsgAppResp' && m.from === '3');
+  assert.equal(fromThree.length, 1);
+  sim.settle();
+  for (const n of sim.live()) assert.ok(sim.hasApplied(n.id, 'a'));
+  assert.equal(sim.raw('1').status().progress?.['3']?.match, sim.raw('1').status().lastIndex);
+});
+
+test('a lost ack under a commit-only MsgApp is repaired by the next heartbeat answer', () => {
+  const sim = new Sim({ ids: ['1', '2', '3'], seed: 6 });
+  sim.elect('1');
+  sim.settle();
+  assert.ok(sim.propose('1', 'a'));
+  sim.processReady('1');
+  sim.deliverAll((m) => m.type === 'MsgApp');
+  sim.processReady('2');
+  sim.processReady('3');
+  sim.drop((m) => m.type === 'MsgAppResp' && m.from === '3');
+  sim.deliverAll((m) => m.type === 'MsgAppResp');
+  sim.processReady('1');
+  sim.settle();
+  const last = sim.raw('1').status().lastIndex;
+  assert.ok((sim.raw('1').status().progress?.['3']?.match ?? 0) < last, 'the leader has not heard from 3');
+  for (let i = 0; i < 10 && sim.raw('1').status().progress?.['3']?.match !== last; i++) {
+    sim.raw('1').tick();
+    sim.settle();
+  }
+  assert.equal(sim.raw('1').status().progress?.['3']?.match, last);
+});
+
 test('a follower still rejects a commit-only MsgApp that does not match its log', () => {
   const { storage, node } = nodeWithLog('2', ['1', '2', '3'], [ent(1, 1)], 1, 1);
   /** A commit-only MsgApp from leader 1 in term 1, after the entry at `index` (term 1). */
