@@ -12,7 +12,6 @@ import {
   encodePutResponse,
   encodeRangeResponse,
   encodeWatchResponse,
-  type OutgoingWatchResponse,
 } from './wire/etcd.js';
 import { decodeRaftBatch, encodeRaftBatch, type RaftStreamBatch } from './wire/raft.js';
 
@@ -81,7 +80,7 @@ export const serverServices = {
     },
   }),
   Watch: withServerCodecs(etcdServices.Watch.service, {
-    Watch: { responseSerialize: (m: unknown) => encodeWatchResponse(m as OutgoingWatchResponse) },
+    Watch: { responseSerialize: (m: unknown) => encodeWatchResponse(m as WatchResponse) },
   }),
 };
 

@@ -23,7 +23,9 @@ import {
   encodeChange,
   encodePutResponse,
   encodeRangeResponse,
+  encodeWatchEvents,
   encodeWatchResponse,
+  encodeWatchResponseHead,
 } from '../src/wire/etcd.js';
 import { PbReader, PbWriter } from '../src/wire/pb.js';
 import { decodeEntry, decodeRaftBatch, encodeEntry, encodeRaftBatch } from '../src/wire/raft.js';
@@ -293,19 +295,25 @@ test('PutResponse, RangeResponse and WatchResponse: proto-loader reads what they
   );
 });
 
-test('a change encoded once reads back as the event etcd sends (put with prev_kv, delete)', () => {
-  const watchResp = generic<{ events: unknown[] }>('etcdserverpb.WatchResponse');
+test('a shared events part after the framed head of one watcher reads back as the response etcd sends', () => {
+  const watchResp = generic<{ header: { revision: string }; watch_id: string; events: unknown[] }>(
+    'etcdserverpb.WatchResponse',
+  );
   const prev = { key: 'k', value: Buffer.from('old'), create: 2, mod: 2, sub: 0, version: 1, lease: '0' };
   const put = { key: 'k', value: Buffer.from('new'), create: 2, mod: 5, sub: 0, version: 2, lease: '7' };
   const del = { key: 'k', value: Buffer.alloc(0), create: 0, mod: 6, sub: 0, version: 0, lease: '0' };
-  const w = watchResp.deserialize(
-    encodeWatchResponse({
-      header: { revision: 6 },
-      watch_id: 0,
-      events: [],
-      encodedEvents: [encodeChange(put, prev), encodeChange(del, undefined)],
-    }),
+  const events = encodeWatchEvents([encodeChange(put, prev), encodeChange(del, undefined)]);
+  const head = encodeWatchResponseHead(
+    { cluster_id: '1', member_id: '2', revision: 6, raft_term: 3 },
+    9,
+    events.length,
   );
+  // The frame header counts the whole message: head and shared part.
+  assert.equal(head[0], 0);
+  assert.equal(head.readUInt32BE(1), head.length - 5 + events.length);
+  const w = watchResp.deserialize(Buffer.concat([head.subarray(5), events]));
+  assert.equal(w.header.revision, '6');
+  assert.equal(w.watch_id, '9');
   const kv = (key: string, c: number, m: number, v: number, value: string, lease: string) => ({
     key: Buffer.from(key),
     create_revision: String(c),

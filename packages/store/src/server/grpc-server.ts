@@ -48,6 +48,12 @@ export interface DuplexCall<Req, Res> {
   on(event: 'end' | 'close', listener: () => void): this;
   /** Sends a response; false when the stream's buffer is full (the bytes are still queued). */
   write(response: Res): boolean;
+  /**
+   * Sends one response already encoded and framed by the caller (gRPC's
+   * 5-byte header first), in pieces written as they are, uncopied, in one go:
+   * a piece may be shared by many calls. False as for write().
+   */
+  writeFramed(pieces: readonly Buffer[]): boolean;
   /** Finishes the call with status OK. */
   end(): void;
   /** Finishes the call with the error's status (INTERNAL unless it carries a code). */
@@ -190,6 +196,17 @@ class ServerCall extends EventEmitter implements DuplexCall<unknown, unknown> {
     if (this.finished || this.stream.destroyed) return false;
     this.respond();
     return this.stream.write(frameMessage(this.method.responseSerialize(response)));
+  }
+
+  writeFramed(pieces: readonly Buffer[]): boolean {
+    if (this.finished || this.stream.destroyed) return false;
+    this.respond();
+    // Corked, the pieces reach the connection as one writev.
+    this.stream.cork();
+    let ok = true;
+    for (const piece of pieces) ok = this.stream.write(piece) && ok;
+    this.stream.uncork();
+    return ok;
   }
 
   /** A unary call's answer: headers, the one message and the trailers in one go. */

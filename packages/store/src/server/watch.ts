@@ -7,8 +7,8 @@
 import { inRange, type KeyRange, toKeyRange } from '../mvcc/keys.js';
 import { toDeletedKeyValue, toKeyValue } from '../mvcc/kv.js';
 import type { ChangeEvent } from '../mvcc/store.js';
-import type { Event, WatchCreateRequest, WatchRequest } from '../proto.js';
-import { encodeChange, type OutgoingWatchResponse } from '../wire/etcd.js';
+import type { Event, WatchCreateRequest, WatchRequest, WatchResponse } from '../proto.js';
+import { encodeChange, encodeWatchEvents, encodeWatchResponseHead } from '../wire/etcd.js';
 import { header, type ServerContext } from './context.js';
 import type { DuplexCall, ServiceImplementation } from './grpc-server.js';
 
@@ -25,10 +25,29 @@ interface AppliedRevision {
   rev: number;
 }
 
-/** Encodes each change at most once per form (with or without prev_kv) for all watchers. */
+/** How many distinct event lists of one delivery keep their encoded form for the next watchers. */
+const SHARED_EVENT_LISTS = 8;
+
+/**
+ * Encodes each change at most once per form (with or without prev_kv) for
+ * all watchers, and each list of events a watcher gets at most once for all
+ * the watchers that get the very same list (typically every watcher of a
+ * prefix): those share the encoded bytes, and only their small response
+ * heads differ.
+ */
 class ChangeEncoder {
   private readonly plain = new Map<ChangeEvent, Buffer>();
   private readonly withPrev = new Map<ChangeEvent, Buffer>();
+  private readonly lists: { events: Buffer[]; encoded: Buffer }[] = [];
+
+  /** The events part of a response holding `events` (from get()), shared when already built. */
+  eventsPart(events: Buffer[]): Buffer {
+    for (const l of this.lists) if (sameBuffers(l.events, events)) return l.encoded;
+    const encoded = encodeWatchEvents(events);
+    if (this.lists.length >= SHARED_EVENT_LISTS) this.lists.shift();
+    this.lists.push({ events, encoded });
+    return encoded;
+  }
 
   get(ch: ChangeEvent, prevKv: boolean): Buffer {
     const cache = prevKv && ch.prev ? this.withPrev : this.plain;
@@ -41,6 +60,12 @@ class ChangeEncoder {
   }
 }
 
+function sameBuffers(a: Buffer[], b: Buffer[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 interface Watcher {
   id: number;
   range: KeyRange;
@@ -51,7 +76,7 @@ interface Watcher {
   progressNotify: boolean;
 }
 
-type WatchStream = DuplexCall<WatchRequest, OutgoingWatchResponse>;
+type WatchStream = DuplexCall<WatchRequest, WatchResponse>;
 
 class StreamWatchers {
   readonly watchers = new Map<number, Watcher>();
@@ -63,15 +88,19 @@ class StreamWatchers {
     private readonly hub: WatchHub,
   ) {}
 
-  send(resp: OutgoingWatchResponse): void {
-    if (this.stream.writableLength > MAX_BUFFERED_BYTES) {
-      this.stream.destroy({
-        code: 8,
-        message: 'watch stream too slow: the client is not reading its events',
-      });
-      return;
-    }
+  send(resp: WatchResponse): void {
+    if (this.tooSlow()) return;
     this.stream.write(resp);
+  }
+
+  /** Cuts off a stream whose client stopped reading (true: it was cut off). */
+  private tooSlow(): boolean {
+    if (this.stream.writableLength <= MAX_BUFFERED_BYTES) return false;
+    this.stream.destroy({
+      code: 8,
+      message: 'watch stream too slow: the client is not reading its events',
+    });
+    return true;
   }
 
   handle(req: WatchRequest): void {
@@ -165,14 +194,20 @@ class StreamWatchers {
         }
         lastRev = rev;
         if (size > MAX_RESPONSE_EVENT_BYTES) {
-          this.send({ header: header(this.ctx, rev), watch_id: w.id, events: [], encodedEvents: out });
+          this.sendEvents(w, rev, encoder.eventsPart(out));
           out = [];
           size = 0;
         }
       }
-      if (out.length > 0)
-        this.send({ header: header(this.ctx, lastRev), watch_id: w.id, events: [], encodedEvents: out });
+      if (out.length > 0) this.sendEvents(w, lastRev, encoder.eventsPart(out));
     }
+  }
+
+  /** A response of events to watcher `w` at revision `rev`: its own head, then the shared events part. */
+  private sendEvents(w: Watcher, rev: number, events: Buffer): void {
+    if (this.tooSlow()) return;
+    const head = encodeWatchResponseHead(header(this.ctx, rev), w.id, events.length);
+    this.stream.writeFramed([head, events]);
   }
 
   progress(): void {

@@ -14,6 +14,7 @@ import type {
   ResponseHeader,
   WatchResponse,
 } from '../proto.js';
+import { FRAME_HEADER_BYTES, writeFrameHeader } from './grpc-frame.js';
 import { PbReader, PbWriter } from './pb.js';
 
 const writer = new PbWriter(64 * 1024);
@@ -71,10 +72,37 @@ function writeEvent(w: PbWriter, ev: Event): void {
   w.end(mark);
 }
 
-/** A WatchResponse; `encodedEvents` are events already encoded by encodeChange (sent after `events`). */
-export type OutgoingWatchResponse = WatchResponse & { encodedEvents?: Uint8Array[] };
+/**
+ * The events part (field 11) of a WatchResponse, from events encoded by
+ * encodeChange: built once and shared by every watcher that gets the same
+ * events (see encodeWatchResponseHead).
+ */
+export function encodeWatchEvents(events: readonly Uint8Array[]): Buffer {
+  const w = writer.reset();
+  for (const ev of events) w.bytesAlways(11, ev);
+  return w.finish();
+}
 
-export function encodeWatchResponse(resp: OutgoingWatchResponse): Buffer {
+/**
+ * A WatchResponse of events, framed for gRPC, up to its events: the frame
+ * header, the response header and watch_id. The `eventsBytes` long events
+ * part from encodeWatchEvents follows it on the stream, uncopied: together
+ * they are one message (protobuf fields may come in any order and pieces).
+ */
+export function encodeWatchResponseHead(
+  header: ResponseHeader,
+  watchId: number,
+  eventsBytes: number,
+): Buffer {
+  const w = writer.reset();
+  writeHeader(w, header);
+  w.int64(2, watchId);
+  const out = w.finish(FRAME_HEADER_BYTES);
+  writeFrameHeader(out, out.length - FRAME_HEADER_BYTES + eventsBytes);
+  return out;
+}
+
+export function encodeWatchResponse(resp: WatchResponse): Buffer {
   const w = writer.reset();
   writeHeader(w, resp.header);
   w.int64(2, resp.watch_id);
@@ -83,7 +111,6 @@ export function encodeWatchResponse(resp: OutgoingWatchResponse): Buffer {
   w.int64(5, resp.compact_revision);
   w.string(6, resp.cancel_reason);
   for (const ev of resp.events) writeEvent(w, ev);
-  if (resp.encodedEvents) for (const ev of resp.encodedEvents) w.bytesAlways(11, ev);
   return w.finish();
 }
 

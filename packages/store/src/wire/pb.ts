@@ -44,10 +44,13 @@ export class PbWriter {
     return this;
   }
 
-  /** A copy of what was written (the writer's buffer is reused). */
-  finish(): Buffer {
-    const out = Buffer.allocUnsafe(this.pos);
-    this.buf.copy(out, 0, 0, this.pos);
+  /**
+   * A copy of what was written (the writer's buffer is reused), after
+   * `headroom` bytes left for the caller (a frame header, say).
+   */
+  finish(headroom = 0): Buffer {
+    const out = Buffer.allocUnsafe(headroom + this.pos);
+    this.buf.copy(out, headroom, 0, this.pos);
     return out;
   }
 
