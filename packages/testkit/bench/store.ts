@@ -10,10 +10,12 @@
 // and each store's resident memory (every member, after its rows), and the
 // CPU time the members spent per operation (summed over the members, beyond
 // their idle rate measured just before, from /proc: a measure that survives a
-// busy machine better than wall times).
+// busy machine better than wall times), and the CPU time the client (this
+// process) spent per operation: the client shares the machine's cores, so a
+// store whose answers cost the client more CPU is slower for it too.
 //
 //   node packages/testkit/dist/bench/store.js [--clients=1,16,128,512]
-//        [--seconds=3] [--value-bytes=256] [--members=3] [--watchers=100]
+//        [--seconds=3] [--warmup=1] [--value-bytes=256] [--members=3] [--watchers=100]
 //        [--workloads=put,range-linear,range-serial,watch] [--programs=etcd,kubit-store]
 //
 // kubit-store runs from its dist/ (run `pnpm build` first); KUBIT_STORE_MAIN
@@ -36,6 +38,8 @@ const READ_KEYS = 1000;
 interface Options {
   clients: number[];
   seconds: number;
+  /** Unmeasured seconds of each row's operations before it is measured (0: none). */
+  warmup: number;
   valueBytes: number;
   members: number;
   watchers: number;
@@ -53,6 +57,7 @@ function parseArgs(argv: string[]): Options {
   const opts: Options = {
     clients: [1, 16, 128, 512],
     seconds: 3,
+    warmup: 1,
     valueBytes: 256,
     members: 3,
     watchers: 100,
@@ -66,6 +71,7 @@ function parseArgs(argv: string[]): Options {
     const n = Number(value);
     if (name === 'clients') opts.clients = list(name, value).map(Number);
     else if (name === 'seconds' && n > 0) opts.seconds = n;
+    else if (name === 'warmup' && n >= 0) opts.warmup = n;
     else if (name === 'value-bytes' && n > 0) opts.valueBytes = n;
     else if (name === 'members' && Number.isInteger(n) && n > 0) opts.members = n;
     else if (name === 'watchers' && Number.isInteger(n) && n > 0) opts.watchers = n;
@@ -110,6 +116,14 @@ interface Row {
   p99: number;
   /** CPU ms the members spent per operation beyond their idle rate, summed over them (NaN if unknown). */
   cpuPerOp: number;
+  /** CPU ms this process (the etcd3 client, shared by both stores) spent per operation. */
+  clientCpuPerOp: number;
+}
+
+/** CPU ms (user + system) this process has used so far. */
+function ownCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
 }
 
 /** CPU ms (user + system) a process has used so far; NaN when it cannot be read. */
@@ -206,26 +220,31 @@ async function measure(
   const pool = Array.from({ length: Math.min(clients, 8) }, () => new Etcd3({ hosts }));
   const value = Buffer.alloc(opts.valueBytes, 'x');
   try {
-    // Warm up every connection.
+    const putUnder = (prefix: string) => (c: Etcd3, id: number, i: number) =>
+      c.put(`${prefix}${id}/${i}`).value(value).exec();
+    const serializable = workload === 'range-serial';
+    const read = (c: Etcd3, id: number, i: number) =>
+      c
+        .get(`bench/read/${(id * 7919 + i) % READ_KEYS}`)
+        .serializable(serializable)
+        .buffer();
+    // Warm up, unmeasured: the row's own operations (puts for a watch row)
+    // for --warmup seconds, on every connection. Otherwise whichever rows come
+    // first after a quiet spell pay for V8's JIT still compiling kubit-store's
+    // code and for this VM's slow wake-ups from idle, which hit both stores.
     await Promise.all(pool.map((c, i) => c.put(`bench/warm/${i}`).value(value)));
-    const cpu0 = clusterCpuMs(cluster);
-    let run: Run;
-    if (workload === 'put') {
-      run = await loop(pool, clients, opts.seconds, (c, id, i) =>
-        c.put(`bench/put/${id}/${i}`).value(value).exec(),
-      );
-    } else if (workload === 'watch') {
-      run = await watchRun(pool, clients, opts, value, round);
-    } else {
-      const serializable = workload === 'range-serial';
-      run = await loop(pool, clients, opts.seconds, (c, id, i) =>
-        c
-          .get(`bench/read/${(id * 7919 + i) % READ_KEYS}`)
-          .serializable(serializable)
-          .buffer(),
-      );
+    if (opts.warmup > 0) {
+      const ops = workload === 'put' || workload === 'watch' ? putUnder(`bench/warm/${round}/`) : read;
+      await loop(pool, clients, opts.warmup, ops);
     }
+    const cpu0 = clusterCpuMs(cluster);
+    const client0 = ownCpuMs();
+    let run: Run;
+    if (workload === 'put') run = await loop(pool, clients, opts.seconds, putUnder('bench/put/'));
+    else if (workload === 'watch') run = await watchRun(pool, clients, opts, value, round);
+    else run = await loop(pool, clients, opts.seconds, read);
     const busy = clusterCpuMs(cluster) - cpu0;
+    const clientCpu = ownCpuMs() - client0;
     // The members' idle CPU (ticks, heartbeats), measured over a second once
     // the row's work has settled, is left out: at low rates it would
     // otherwise dominate the CPU per operation.
@@ -240,6 +259,7 @@ async function measure(
     const done = workload === 'watch' ? sorted.length / opts.watchers : sorted.length;
     return {
       cpuPerOp: done > 0 ? cpu / done : Number.NaN,
+      clientCpuPerOp: done > 0 ? clientCpu / done : Number.NaN,
       program: cluster.program,
       workload,
       clients,
@@ -292,8 +312,15 @@ function report(rows: Row[], memory: Memory[], opts: Options): string {
       const k = find('kubit-store', w, c);
       const cells = (r: Row | undefined) =>
         r
-          ? [r.opsPerSec.toFixed(0), ms(r.p50), ms(r.p99), String(r.errors), cpuCell(r.cpuPerOp)]
-          : ['-', '-', '-', '-', '-'];
+          ? [
+              r.opsPerSec.toFixed(0),
+              ms(r.p50),
+              ms(r.p99),
+              String(r.errors),
+              cpuCell(r.cpuPerOp),
+              cpuCell(r.clientCpuPerOp),
+            ]
+          : ['-', '-', '-', '-', '-', '-'];
       out.push([
         w,
         String(c),
@@ -312,11 +339,13 @@ function report(rows: Row[], memory: Memory[], opts: Options): string {
     'etcd p99 ms',
     'etcd err',
     'etcd cpu ms/op',
+    'etcd client cpu ms/op',
     'kubit ops/s',
     'kubit p50 ms',
     'kubit p99 ms',
     'kubit err',
     'kubit cpu ms/op',
+    'kubit client cpu ms/op',
     'ops ratio',
     'p99 ratio',
   ];
@@ -327,7 +356,7 @@ function report(rows: Row[], memory: Memory[], opts: Options): string {
     )
     .join('\n');
   return [
-    `kubit-store vs etcd 3.4: ${opts.members} member(s) on loopback, ${opts.valueBytes}-byte values, ${opts.seconds}s per row, npm etcd3 client; watch rows: ${opts.watchers} watchers, ops/s = puts/s, latency = put sent to event received at each watcher; ratios are kubit/etcd`,
+    `kubit-store vs etcd 3.4: ${opts.members} member(s) on loopback, ${opts.valueBytes}-byte values, ${opts.seconds}s per row after ${opts.warmup}s of unmeasured warm-up, npm etcd3 client; watch rows: ${opts.watchers} watchers, ops/s = puts/s, latency = put sent to event received at each watcher; ratios are kubit/etcd`,
     '',
     table(head, out),
     '',
@@ -367,7 +396,7 @@ async function main(): Promise<void> {
           const row = await measure(cluster, workload, clients, opts, round++);
           rows.push(row);
           progress(
-            `${program} ${workload} ${clients} clients: ${row.opsPerSec.toFixed(0)} ops/s, p50 ${ms(row.p50)} ms, p99 ${ms(row.p99)} ms, ${row.errors} errors, cpu ${cpuCell(row.cpuPerOp)} ms/op`,
+            `${program} ${workload} ${clients} clients: ${row.opsPerSec.toFixed(0)} ops/s, p50 ${ms(row.p50)} ms, p99 ${ms(row.p99)} ms, ${row.errors} errors, cpu ${cpuCell(row.cpuPerOp)} ms/op (client ${cpuCell(row.clientCpuPerOp)})`,
           );
         }
       }
