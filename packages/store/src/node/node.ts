@@ -551,6 +551,9 @@ export class RaftNode {
       if (e.type === ENTRY_CONF_CHANGE) this.applyConfChange(e, ops);
       else if (e.data.length > 0) {
         const cmd = this.proposed.get(e.data) ?? decodeCommand(Buffer.from(e.data));
+        // The log keeps its entry until compaction; the decoded form need not
+        // live as long (nor the request bytes it may point into).
+        this.proposed.delete(e.data);
         const result = machine.applyCommand(cmd, ops);
         if (cmd.origin === this.id) done.push([String(cmd.id), result]);
       }
