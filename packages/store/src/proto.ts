@@ -13,6 +13,7 @@ import {
   encodeRangeResponse,
   encodeWatchResponse,
 } from './wire/etcd.js';
+import { framedSerializer } from './wire/grpc-frame.js';
 import { decodeRaftBatch, encodeRaftBatch, type RaftStreamBatch } from './wire/raft.js';
 
 // src/proto.ts and dist/src/proto.js sit at different depths: walk up to the package's proto/.
@@ -49,7 +50,7 @@ export const etcdServices = {
 };
 type MethodCodecs = Partial<
   Pick<grpc.MethodDefinition<unknown, unknown>, 'requestDeserialize' | 'responseSerialize'>
->;
+> & { responseSerializeFramed?: (m: unknown) => Buffer };
 
 /** A copy of a service definition whose named methods use other (hand-written) codecs on the server side. */
 function withServerCodecs(
@@ -73,14 +74,19 @@ export const serverServices = {
     Put: {
       requestDeserialize: (b: Buffer) => decodePutRequest(b),
       responseSerialize: (m: unknown) => encodePutResponse(m as PutResponse),
+      responseSerializeFramed: framedSerializer(encodePutResponse) as (m: unknown) => Buffer,
     },
     Range: {
       requestDeserialize: (b: Buffer) => decodeRangeRequest(b),
       responseSerialize: (m: unknown) => encodeRangeResponse(m as RangeResponse),
+      responseSerializeFramed: framedSerializer(encodeRangeResponse) as (m: unknown) => Buffer,
     },
   }),
   Watch: withServerCodecs(etcdServices.Watch.service, {
-    Watch: { responseSerialize: (m: unknown) => encodeWatchResponse(m as WatchResponse) },
+    Watch: {
+      responseSerialize: (m: unknown) => encodeWatchResponse(m as WatchResponse),
+      responseSerializeFramed: framedSerializer(encodeWatchResponse) as (m: unknown) => Buffer,
+    },
   }),
 };
 

@@ -27,6 +27,7 @@ import {
   encodeWatchResponse,
   encodeWatchResponseHead,
 } from '../src/wire/etcd.js';
+import { framedSerializer, frameMessage } from '../src/wire/grpc-frame.js';
 import { PbReader, PbWriter } from '../src/wire/pb.js';
 import { decodeEntry, decodeRaftBatch, encodeEntry, encodeRaftBatch } from '../src/wire/raft.js';
 
@@ -292,6 +293,22 @@ test('PutResponse, RangeResponse and WatchResponse: proto-loader reads what they
         );
       },
     ),
+  );
+});
+
+test('framed serializers give the very frame that framing the plain message gives', () => {
+  const framedPut = framedSerializer(encodePutResponse);
+  const framedRange = framedSerializer(encodeRangeResponse);
+  const framedWatch = framedSerializer(encodeWatchResponse);
+  fc.assert(
+    fc.property(header, fc.array(keyValue, { maxLength: 3 }), (h, kvs) => {
+      const put = { header: h, prev_kv: kvs[0] };
+      assert.deepEqual(framedPut(put), frameMessage(encodePutResponse(put)));
+      const range = { header: h, kvs, more: false, count: kvs.length };
+      assert.deepEqual(framedRange(range), frameMessage(encodeRangeResponse(range)));
+      const watch = { header: h, watch_id: 2, events: kvs.map((kv) => ({ type: 0, kv })) };
+      assert.deepEqual(framedWatch(watch), frameMessage(encodeWatchResponse(watch)));
+    }),
   );
 });
 

@@ -80,8 +80,13 @@ export interface GrpcServerOptions {
   maxReceiveMessageLength: number;
 }
 
+/** A method whose responses may also be serialized straight into a gRPC frame (see framedSerializer). */
+export type ServerMethodDefinition = MethodDefinition<unknown, unknown> & {
+  responseSerializeFramed?: (response: unknown) => Buffer;
+};
+
 interface Route {
-  method: MethodDefinition<unknown, unknown>;
+  method: ServerMethodDefinition;
   handler: AnyHandler | undefined;
 }
 
@@ -173,9 +178,15 @@ class ServerCall extends EventEmitter implements DuplexCall<unknown, unknown> {
 
   constructor(
     private readonly stream: http2.ServerHttp2Stream,
-    private readonly method: MethodDefinition<unknown, unknown>,
+    private readonly method: ServerMethodDefinition,
   ) {
     super();
+  }
+
+  /** A response as one gRPC frame. */
+  private frame(response: unknown): Buffer {
+    const framed = this.method.responseSerializeFramed;
+    return framed ? framed(response) : frameMessage(this.method.responseSerialize(response));
   }
 
   get writableLength(): number {
@@ -195,7 +206,7 @@ class ServerCall extends EventEmitter implements DuplexCall<unknown, unknown> {
   write(response: unknown): boolean {
     if (this.finished || this.stream.destroyed) return false;
     this.respond();
-    return this.stream.write(frameMessage(this.method.responseSerialize(response)));
+    return this.stream.write(this.frame(response));
   }
 
   writeFramed(pieces: readonly Buffer[]): boolean {
@@ -214,7 +225,7 @@ class ServerCall extends EventEmitter implements DuplexCall<unknown, unknown> {
     if (this.finished || this.stream.destroyed) return;
     let frame: Buffer;
     try {
-      frame = frameMessage(this.method.responseSerialize(response));
+      frame = this.frame(response);
     } catch (err) {
       this.fail({ code: Status.INTERNAL, message: `grpc: error while marshaling: ${errorText(err)}` });
       return;
@@ -271,7 +282,7 @@ export class GrpcServer {
     for (const [name, method] of Object.entries(service)) {
       this.services.add(method.path.split('/')[1]);
       this.routes.set(method.path, {
-        method: method as MethodDefinition<unknown, unknown>,
+        method: method as ServerMethodDefinition,
         handler: impl[name] ?? (method.originalName ? impl[method.originalName] : undefined),
       });
     }

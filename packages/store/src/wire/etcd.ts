@@ -102,7 +102,8 @@ export function encodeWatchResponseHead(
   return out;
 }
 
-export function encodeWatchResponse(resp: WatchResponse): Buffer {
+/** `headroom` bytes are left free before the message (for a frame header). */
+export function encodeWatchResponse(resp: WatchResponse, headroom = 0): Buffer {
   const w = writer.reset();
   writeHeader(w, resp.header);
   w.int64(2, resp.watch_id);
@@ -111,23 +112,25 @@ export function encodeWatchResponse(resp: WatchResponse): Buffer {
   w.int64(5, resp.compact_revision);
   w.string(6, resp.cancel_reason);
   for (const ev of resp.events) writeEvent(w, ev);
-  return w.finish();
+  return w.finish(headroom);
 }
 
-export function encodePutResponse(resp: PutResponse): Buffer {
+/** `headroom` bytes are left free before the message (for a frame header). */
+export function encodePutResponse(resp: PutResponse, headroom = 0): Buffer {
   const w = writer.reset();
   writeHeader(w, resp.header);
   if (resp.prev_kv) writeKeyValue(w, 2, resp.prev_kv);
-  return w.finish();
+  return w.finish(headroom);
 }
 
-export function encodeRangeResponse(resp: RangeResponse): Buffer {
+/** `headroom` bytes are left free before the message (for a frame header). */
+export function encodeRangeResponse(resp: RangeResponse, headroom = 0): Buffer {
   const w = writer.reset();
   writeHeader(w, resp.header);
   for (const kv of resp.kvs) writeKeyValue(w, 2, kv);
   w.bool(3, resp.more);
   w.int64(4, resp.count);
-  return w.finish();
+  return w.finish(headroom);
 }
 
 export function decodePutRequest(buf: Buffer): PutRequest {

@@ -16,3 +16,17 @@ export function frameMessage(body: Uint8Array): Buffer {
   out.set(body, FRAME_HEADER_BYTES);
   return out;
 }
+
+/**
+ * A serializer that writes its message after `headroom` free bytes, turned
+ * into one that returns the whole frame: one copy of the message, not two.
+ */
+export function framedSerializer<T>(
+  encode: (message: T, headroom: number) => Buffer,
+): (message: T) => Buffer {
+  return (message) => {
+    const out = encode(message, FRAME_HEADER_BYTES);
+    writeFrameHeader(out, out.length - FRAME_HEADER_BYTES);
+    return out;
+  };
+}
