@@ -201,16 +201,25 @@ test('a restarted node does not re-apply entries its state machine already holds
   );
 });
 
-test('a commit-only MsgApp to a caught-up follower wants no answer; other appends still get one', () => {
-  const sim = new Sim({ ids: ['1', '2', '3'], seed: 3 });
+/**
+ * A 3-node cluster led by 1 whose followers took a new entry 'a' and queued
+ * their acks (not yet delivered to the leader).
+ */
+function followersAckingNewEntry(seed: number): Sim {
+  const sim = new Sim({ ids: ['1', '2', '3'], seed });
   sim.elect('1');
   sim.settle();
   assert.ok(sim.propose('1', 'a'));
   sim.processReady('1');
-  // Both followers take the entry and ack; the leader commits and tells them.
   sim.deliverAll((m) => m.type === 'MsgApp');
   sim.processReady('2');
   sim.processReady('3');
+  return sim;
+}
+
+test('a commit-only MsgApp to a caught-up follower wants no answer; other appends still get one', () => {
+  // Both followers take the entry and ack; the leader commits and tells them.
+  const sim = followersAckingNewEntry(3);
   sim.deliverAll((m) => m.type === 'MsgAppResp');
   sim.processReady('1');
   const commits = sim.queue.filter((m) => m.type === 'MsgApp' && m.entries.length === 0);
@@ -229,14 +238,7 @@ test('a commit-only MsgApp to a caught-up follower wants no answer; other append
 });
 
 test('a commit-only MsgApp to a follower whose ack is still on its way wants no answer either', () => {
-  const sim = new Sim({ ids: ['1', '2', '3'], seed: 5 });
-  sim.elect('1');
-  sim.settle();
-  assert.ok(sim.propose('1', 'a'));
-  sim.processReady('1');
-  sim.deliverAll((m) => m.type === 'MsgApp');
-  sim.processReady('2');
-  sim.processReady('3');
+  const sim = followersAckingNewEntry(5);
   // Only follower 2's ack arrives: the leader commits with it, while 3's ack is still queued.
   sim.deliverAll((m) => m.type === 'MsgAppResp' && m.from === '2');
   sim.processReady('1');
@@ -254,14 +256,7 @@ test('a commit-only MsgApp to a follower whose ack is still on its way wants no 
 });
 
 test('a lost ack under a commit-only MsgApp is repaired by the next heartbeat answer', () => {
-  const sim = new Sim({ ids: ['1', '2', '3'], seed: 6 });
-  sim.elect('1');
-  sim.settle();
-  assert.ok(sim.propose('1', 'a'));
-  sim.processReady('1');
-  sim.deliverAll((m) => m.type === 'MsgApp');
-  sim.processReady('2');
-  sim.processReady('3');
+  const sim = followersAckingNewEntry(6);
   sim.drop((m) => m.type === 'MsgAppResp' && m.from === '3');
   sim.deliverAll((m) => m.type === 'MsgAppResp');
   sim.processReady('1');
