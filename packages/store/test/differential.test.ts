@@ -276,3 +276,97 @@ test('compaction', async () => {
   await same('kv', 'Range', { key: k('a'), revision: 4 }, 'range below the compaction');
   await same('kv', 'Range', { key: k('a'), revision: 5 }, 'range at the compaction');
 });
+
+interface WatchStreamEvents {
+  /** Events per watch ID, normalized. */
+  events: Map<string, unknown[]>;
+  /** Revisions of the progress answers received. */
+  progress: number[];
+  write(req: object): void;
+  end(): void;
+}
+
+/** A bidi Watch stream on `endpoint`, collecting what it receives. */
+function watchStream(endpoint: string): WatchStreamEvents {
+  const client = new etcdServices.Watch(
+    endpoint,
+    grpc.credentials.createInsecure(),
+  ) as unknown as grpc.Client & {
+    Watch(): grpc.ClientDuplexStream<
+      object,
+      { watch_id: string; header: { revision: string }; events: unknown[] }
+    >;
+  };
+  const call = client.Watch();
+  const out: WatchStreamEvents = {
+    events: new Map(),
+    progress: [],
+    write: (req) => call.write(req),
+    end: () => {
+      call.end();
+      client.close();
+    },
+  };
+  call.on('data', (resp) => {
+    if (resp.watch_id === '-1') out.progress.push(Number(resp.header.revision));
+    const list = out.events.get(resp.watch_id) ?? [];
+    for (const ev of resp.events) list.push(normalize(ev));
+    out.events.set(resp.watch_id, list);
+  });
+  call.on('error', () => {});
+  return out;
+}
+
+async function until(what: string, check: () => boolean): Promise<void> {
+  for (let waited = 0; !check(); waited += 20) {
+    if (waited > 10_000) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('watch: several watchers with different options on one stream get what etcd sends them', async () => {
+  const NOPUT = 0;
+  const NODELETE = 1;
+  const creates = [
+    { key: k('w/'), range_end: k('w0') },
+    { key: k('w/'), range_end: k('w0'), prev_kv: true },
+    { key: k('w/'), range_end: k('w0'), filters: [NOPUT] },
+    { key: k('w/'), range_end: k('w0'), filters: [NODELETE], prev_kv: true },
+    { key: k('w/a') },
+    { key: k('w/m'), range_end: k('\0') },
+  ];
+  const streams = [watchStream(etcd.endpoints[0]), watchStream(kubit.endpoints[0])];
+  try {
+    for (const s of streams) {
+      for (const c of creates) s.write({ create_request: c });
+      // Created answers carry no events; wait for all of them.
+      await until('the watchers', () => s.events.size >= creates.length);
+    }
+    const ops: [string, object][] = [
+      ['Put', put('w/a', '1')],
+      ['Put', put('w/b', '1')],
+      ['Put', put('w/a', '2')],
+      ['Put', put('w/n', '1')],
+      ['Txn', { compare: [], success: [pop(put('w/c', '1')), dop({ key: k('w/b') })], failure: [] }],
+      ['DeleteRange', { key: k('w/'), range_end: k('w0') }],
+      ['Put', put('w/z', '1')],
+    ];
+    for (const [method, req] of ops) await same('kv', method, req, `${method} under watchers`);
+    const last = Number(
+      ((await a.call('kv', 'Range', { key: k('w/z') })) as { header: { revision: string } }).header.revision,
+    );
+    // A progress answer says every event up to its revision was sent.
+    for (const s of streams) {
+      s.write({ progress_request: {} });
+      await until('the progress answer', () => s.progress.some((rev) => rev >= last));
+    }
+    const [fromEtcd, fromKubit] = streams.map((s) => Object.fromEntries(s.events));
+    assert.ok(
+      Object.values(fromEtcd).some((evs) => (evs as unknown[]).length > 0),
+      'etcd sent events',
+    );
+    assert.deepEqual(fromKubit, fromEtcd);
+  } finally {
+    for (const s of streams) s.end();
+  }
+});
