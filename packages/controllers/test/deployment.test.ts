@@ -261,6 +261,44 @@ describe('Deployment controller', () => {
     informers.stop();
   });
 
+  test('an old ReplicaSet whose status still counts the pods it is deleting is not scaled below the floor', async () => {
+    // Only the Deployment controller runs, so the ReplicaSets' statuses are
+    // exactly what this test writes: a ReplicaSet just scaled from 4 to 3
+    // whose status still says 4 available, as its controller writes it.
+    const clock = { now: Date.parse('2026-01-01T00:00:00Z') };
+    const now = () => clock.now;
+    const cluster = new FakeCluster({ now });
+    const informers = newFactory(cluster);
+    const dc = new DeploymentController(cluster, informers, { now, events: new RecordingEvents() });
+    await startInformers(informers);
+    const setAvailable = async (rs: ReplicaSet, available: number) => {
+      const status = { replicas: available, readyReplicas: available, availableReplicas: available };
+      await cluster.update(res.replicasets, { ...structuredClone(rs), status }, 'status');
+      await settle([dc]);
+    };
+    await cluster.create(
+      res.deployments,
+      'default',
+      deployment('web', 4, {
+        strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 1 } },
+      }),
+    );
+    await settle([dc]);
+    const [first] = rsList(cluster);
+    await setAvailable(first, 4);
+    await setImage(cluster, 'web', 'nginx:2');
+    await settle([dc]);
+    const byRevision = (rev: string) =>
+      rsList(cluster).find((rs) => rs.metadata?.annotations?.[REVISION_ANNOTATION] === rev)!;
+    // Surged one new pod, took one old one away, surged again; nothing is available yet.
+    assert.deepEqual([byRevision('1').spec?.replicas, byRevision('2').spec?.replicas], [3, 2]);
+    assert.equal(byRevision('1').status?.availableReplicas, 4);
+    // One new pod becomes available: 3 old + 1 new really are. One old may go, not two.
+    await setAvailable(byRevision('2'), 1);
+    assert.equal(byRevision('1').spec?.replicas, 2);
+    informers.stop();
+  });
+
   test('Recreate removes every old pod before creating new ones', async () => {
     const { cluster, informers, rollout } = await setup();
     await cluster.create(

@@ -28,6 +28,7 @@ import {
   DESIRED_REPLICAS_ANNOTATION,
   equalIgnoreHash,
   isRollingUpdate,
+  keptAvailable,
   MAX_REPLICAS_ANNOTATION,
   maxRevision,
   maxSurge,
@@ -39,6 +40,7 @@ import {
   REVISION_HISTORY_ANNOTATION,
   revisionOf,
   specReplicas,
+  sumKeptAvailable,
   sumSpec,
   sumStatus,
 } from './util.js';
@@ -387,7 +389,7 @@ export class DeploymentController implements Controller {
     if (sumSpec(oldRSs) === 0) return undefined;
     const replicas = d.spec?.replicas ?? 1;
     const minAvailable = replicas - maxUnavailable(d);
-    const newUnavailable = specReplicas(newRS) - (newRS?.status?.availableReplicas ?? 0);
+    const newUnavailable = specReplicas(newRS) - keptAvailable(newRS);
     let budget = sumSpec(all) - minAvailable - newUnavailable;
     if (budget <= 0) return undefined;
     const olds = [...oldRSs].sort(byCreation);
@@ -395,7 +397,7 @@ export class DeploymentController implements Controller {
     // 1. Unhealthy old replicas cost no availability: remove them first.
     for (let i = 0; i < olds.length && budget > 0; i++) {
       const rs = olds[i];
-      const unhealthy = specReplicas(rs) - (rs.status?.availableReplicas ?? 0);
+      const unhealthy = specReplicas(rs) - keptAvailable(rs);
       if (unhealthy <= 0) continue;
       const down = Math.min(unhealthy, budget);
       olds[i] = await this.scaleRS(rs, specReplicas(rs) - down, d);
@@ -404,8 +406,9 @@ export class DeploymentController implements Controller {
     }
     // 2. Healthy ones, as long as enough pods stay available.
     const allNow = [...(newRS ? [newRS] : []), ...olds];
-    const available = sumStatus(allNow, (s) => s.availableReplicas);
-    // As Kubernetes: healthy replicas may go as long as minAvailable stay available.
+    // As Kubernetes: healthy replicas may go as long as minAvailable stay
+    // available; counted as what each ReplicaSet keeps, not a stale status.
+    const available = sumKeptAvailable(allNow);
     let removable = available - minAvailable;
     for (let i = 0; i < olds.length && removable > 0; i++) {
       const rs = olds[i];

@@ -126,6 +126,18 @@ export const sumStatus = (
   f: (s: NonNullable<ReplicaSet['status']>) => number | undefined,
 ) => rss.reduce((n, rs) => n + (rs.status ? (f(rs.status) ?? 0) : 0), 0);
 
+/**
+ * The available pods a ReplicaSet will keep: its status's count, but no more
+ * than it asks for. Right after a scale-down the status still counts the pods
+ * being deleted (the ReplicaSet controller writes the status from the pods it
+ * saw before deleting, as Kubernetes' does), and a rollout that planned with
+ * that count would take away more ready pods than maxUnavailable allows.
+ */
+export const keptAvailable = (rs: ReplicaSet | undefined): number =>
+  Math.min(rs?.status?.availableReplicas ?? 0, specReplicas(rs));
+export const sumKeptAvailable = (rss: readonly ReplicaSet[]): number =>
+  rss.reduce((n, rs) => n + keptAvailable(rs), 0);
+
 /** Oldest first; ties broken by name so the order is stable. */
 export function byCreation(a: ReplicaSet, b: ReplicaSet): number {
   const ta = a.metadata?.creationTimestamp ?? '';
