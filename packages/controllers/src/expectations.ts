@@ -51,6 +51,15 @@ export class Expectations {
     this.records.get(key)?.deletes.delete(podKey);
   }
 
+  /**
+   * True while the controller has deleted this pod but not yet seen it go:
+   * the cache still shows it, but it is no longer one of the owner's pods.
+   */
+  deletionPending(key: string, podKey: string): boolean {
+    const r = this.records.get(key);
+    return r?.deletes.has(podKey) === true && this.now() - r.at <= this.ttlMs;
+  }
+
   delete(key: string): void {
     this.records.delete(key);
   }

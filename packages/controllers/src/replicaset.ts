@@ -148,7 +148,11 @@ export class ReplicaSetController implements Controller {
         manageError = err;
       }
     }
-    const status = this.calculateStatus(rs, owned, manageError);
+    // The status counts only the pods that stay: a status written from the
+    // pods seen before this sync's deletions (as Kubernetes' is) would tell a
+    // Deployment rolling out that pods are available which are going away.
+    const staying = owned.filter((p) => !this.expectations.deletionPending(key, keyOf(p)));
+    const status = this.calculateStatus(rs, staying, manageError);
     const updated = await this.updateStatus(rs, status);
     const minReady = rs.spec?.minReadySeconds ?? 0;
     if (

@@ -9,6 +9,7 @@ import { type Cluster, keyOf, splitKey } from '../cluster.js';
 import type { Controller } from '../controller.js';
 import { type EventSink, noEvents } from '../events.js';
 import { compileSelector } from '../labels.js';
+import { MutationCache } from '../mutation-cache.js';
 import { controllerOf, isoNow } from '../objects.js';
 import { ensureIndex } from '../shared-informers.js';
 import type { Deployment, OwnerReference, Pod, ReplicaSet } from '../types.js';
@@ -76,6 +77,8 @@ export class DeploymentController implements Controller {
   private readonly podInformer: Informer<Pod>;
   private readonly now: () => number;
   private readonly events: EventSink;
+  /** The ReplicaSets this controller wrote, ahead of the informer. */
+  private readonly ownRS: MutationCache<ReplicaSet>;
 
   constructor(
     private readonly cluster: Cluster,
@@ -84,6 +87,7 @@ export class DeploymentController implements Controller {
   ) {
     this.now = opts.now ?? Date.now;
     this.events = opts.events ?? noEvents;
+    this.ownRS = new MutationCache(this.now);
     this.dInformer = informers.forResource<Deployment>(resources.deployments);
     this.rsInformer = informers.forResource<ReplicaSet>(resources.replicasets);
     this.podInformer = informers.forResource<Pod>(resources.pods);
@@ -161,7 +165,7 @@ export class DeploymentController implements Controller {
   ) {
     const { namespace } = splitKey(keyOf(d));
     const out: ReplicaSet[] = [];
-    for (const rs of this.rsInformer.store.listInNamespace(namespace ?? '')) {
+    for (const rs of this.ownRS.view(this.rsInformer.store.listInNamespace(namespace ?? ''), namespace)) {
       const ref = controllerOf(rs);
       if (ref && ref.uid !== d.metadata?.uid) continue;
       const ok = matches(rs.metadata?.labels);
@@ -184,7 +188,7 @@ export class DeploymentController implements Controller {
 
   private async writeRS(rs: ReplicaSet): Promise<ReplicaSet | undefined> {
     try {
-      return await this.cluster.update(resources.replicasets, rs);
+      return this.ownRS.wrote(await this.cluster.update(resources.replicasets, rs));
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -296,7 +300,9 @@ export class DeploymentController implements Controller {
     };
     rs.spec!.replicas = newRSNewReplicas(d, rss, undefined);
     try {
-      const created = await this.cluster.create(resources.replicasets, d.metadata?.namespace, rs);
+      const created = this.ownRS.wrote(
+        await this.cluster.create(resources.replicasets, d.metadata?.namespace, rs),
+      );
       const n = specReplicas(created);
       if (n > 0) {
         this.events.event(
@@ -337,7 +343,7 @@ export class DeploymentController implements Controller {
     const next = structuredClone(rs);
     next.spec!.replicas = replicas;
     next.metadata!.annotations = annotations;
-    const updated = await this.cluster.update(resources.replicasets, next);
+    const updated = this.ownRS.wrote(await this.cluster.update(resources.replicasets, next));
     const from = specReplicas(rs);
     if (from !== replicas) {
       const dir = replicas > from ? 'up' : 'down';
@@ -650,6 +656,7 @@ export class DeploymentController implements Controller {
         await this.cluster.delete(resources.replicasets, rs.metadata?.namespace, rs.metadata?.name ?? '', {
           preconditions: { uid: rs.metadata?.uid },
         });
+        this.ownRS.deleted(rs);
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
