@@ -42,8 +42,54 @@ export interface EventRecorderOptions {
   now?: () => Date;
 }
 
-function timestamp(d: Date): string {
+/** An Event's timestamp: RFC 3339 in whole seconds, as Kubernetes writes them. */
+export function eventTimestamp(d: Date): string {
   return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+export interface NewEventOptions {
+  /** The Event's own name (unique in its namespace). */
+  name: string;
+  component: string;
+  host?: string;
+  /** The first and last timestamp (eventTimestamp). */
+  now: string;
+  /** Where in the object (e.g. spec.containers{web}). */
+  fieldPath?: string;
+}
+
+/** A new core/v1 Event (count 1) about `obj`, with the fields Kubernetes components set. */
+export function newEvent(
+  obj: KubeObject,
+  type: EventType,
+  reason: string,
+  message: string,
+  opts: NewEventOptions,
+): CoreEvent {
+  const meta = obj.metadata ?? {};
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: opts.name, namespace: meta.namespace || 'default' },
+    involvedObject: {
+      apiVersion: obj.apiVersion,
+      kind: obj.kind,
+      name: meta.name,
+      namespace: meta.namespace,
+      uid: meta.uid,
+      resourceVersion: meta.resourceVersion,
+      ...(opts.fieldPath ? { fieldPath: opts.fieldPath } : {}),
+    },
+    reason,
+    message,
+    type,
+    source: { component: opts.component, ...(opts.host ? { host: opts.host } : {}) },
+    count: 1,
+    firstTimestamp: opts.now,
+    lastTimestamp: opts.now,
+    reportingComponent: opts.component,
+    reportingInstance: opts.host ?? '',
+  };
 }
 
 export class EventRecorder {
@@ -84,18 +130,9 @@ export class EventRecorder {
     message: string,
     fieldPath?: string,
   ): Promise<void> {
-    const now = timestamp((this.opts.now ?? (() => new Date()))());
+    const now = eventTimestamp((this.opts.now ?? (() => new Date()))());
     const meta = obj.metadata ?? {};
     const namespace = meta.namespace || 'default';
-    const involvedObject: CoreEvent['involvedObject'] = {
-      apiVersion: obj.apiVersion,
-      kind: obj.kind,
-      name: meta.name,
-      namespace: meta.namespace,
-      uid: meta.uid,
-      resourceVersion: meta.resourceVersion,
-      ...(fieldPath ? { fieldPath } : {}),
-    };
     const key = [
       this.opts.component,
       this.opts.host ?? '',
@@ -126,21 +163,13 @@ export class EventRecorder {
       }
     }
     const name = `${meta.name ?? 'unknown'}.${Date.now().toString(16)}${Math.floor(Math.random() * 0xfff).toString(16)}`;
-    const ev: CoreEvent = {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name, namespace },
-      involvedObject,
-      reason,
-      message,
-      type,
-      source: { component: this.opts.component, ...(this.opts.host ? { host: this.opts.host } : {}) },
-      count: 1,
-      firstTimestamp: now,
-      lastTimestamp: now,
-      reportingComponent: this.opts.component,
-      reportingInstance: this.opts.host ?? '',
-    };
+    const ev = newEvent(obj, type, reason, message, {
+      name,
+      component: this.opts.component,
+      host: this.opts.host,
+      now,
+      fieldPath,
+    });
     await this.client.create(resources.events, ev, { namespace });
     this.touch(key, { name, namespace, count: 1, firstTimestamp: now });
   }

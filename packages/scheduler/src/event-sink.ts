@@ -4,35 +4,12 @@
 // a new event is dropped and counted, so a slow apiserver or store never holds up
 // bindings nor grows the scheduler's memory. One pod gets one such event, so there
 // is nothing to aggregate and each is a plain create.
+import { type CoreEvent, eventTimestamp, newEvent } from '@kubit/client';
 import type { Pod } from './types.js';
-
-/** The Event object written for a pod (core/v1, the fields kube-scheduler sets). */
-export interface ScheduledEvent {
-  apiVersion: 'v1';
-  kind: 'Event';
-  metadata: { name: string; namespace: string };
-  involvedObject: {
-    apiVersion: string;
-    kind: string;
-    name?: string;
-    namespace?: string;
-    uid?: string;
-    resourceVersion?: string;
-  };
-  reason: string;
-  message: string;
-  type: 'Normal' | 'Warning';
-  source: { component: string; host?: string };
-  count: number;
-  firstTimestamp: string;
-  lastTimestamp: string;
-  reportingComponent: string;
-  reportingInstance: string;
-}
 
 export interface EventSinkOptions {
   /** Writes one event (POST namespaces/<ns>/events). */
-  write: (namespace: string, event: ScheduledEvent) => Promise<unknown>;
+  write: (namespace: string, event: CoreEvent) => Promise<unknown>;
   component: string;
   host?: string;
   /** Events waiting at most; more are dropped (default 1000). */
@@ -48,7 +25,7 @@ export interface EventSinkOptions {
 
 interface Pending {
   namespace: string;
-  event: ScheduledEvent;
+  event: CoreEvent;
 }
 
 export class EventSink {
@@ -82,37 +59,15 @@ export class EventSink {
       return;
     }
     const meta = pod.metadata ?? {};
-    const namespace = meta.namespace || 'default';
-    const now = (this.opts.now ?? (() => new Date()))()
-      .toISOString()
-      .replace(/\.\d{3}Z$/, 'Z');
     // A name unique per event without a random source: the pod's name, the time and a counter.
     const name = `${meta.name ?? 'unknown'}.${Date.now().toString(16)}${(this.seq++ & 0xfff).toString(16)}`;
-    this.queue.push({
-      namespace,
-      event: {
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { name, namespace },
-        involvedObject: {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          name: meta.name,
-          namespace: meta.namespace,
-          uid: meta.uid,
-          resourceVersion: meta.resourceVersion,
-        },
-        reason,
-        message,
-        type,
-        source: { component: this.opts.component, ...(this.opts.host ? { host: this.opts.host } : {}) },
-        count: 1,
-        firstTimestamp: now,
-        lastTimestamp: now,
-        reportingComponent: this.opts.component,
-        reportingInstance: this.opts.host ?? '',
-      },
+    const event = newEvent({ apiVersion: 'v1', kind: 'Pod', metadata: meta }, type, reason, message, {
+      name,
+      component: this.opts.component,
+      host: this.opts.host,
+      now: eventTimestamp((this.opts.now ?? (() => new Date()))()),
     });
+    this.queue.push({ namespace: meta.namespace || 'default', event });
     this.pump();
   }
 

@@ -1,7 +1,8 @@
 // The EventSink: bounded, concurrent, drops (and counts) on overflow, never throws.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EventSink, type ScheduledEvent } from '../src/event-sink.js';
+import type { CoreEvent } from '@kubit/client';
+import { EventSink } from '../src/event-sink.js';
 import type { Pod } from '../src/types.js';
 
 function pod(name: string): Pod {
@@ -13,10 +14,10 @@ function pod(name: string): Pod {
 
 /** A write function whose calls stay pending until released. */
 function gatedWriter() {
-  const calls: { namespace: string; event: ScheduledEvent; release: (err?: Error) => void }[] = [];
+  const calls: { namespace: string; event: CoreEvent; release: (err?: Error) => void }[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
-  const write = (namespace: string, event: ScheduledEvent) =>
+  const write = (namespace: string, event: CoreEvent) =>
     new Promise<void>((res, rej) => {
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
@@ -49,8 +50,8 @@ describe('EventSink', () => {
     const { namespace, event } = w.calls[0];
     assert.equal(namespace, 'ns1');
     assert.equal(event.kind, 'Event');
-    assert.equal(event.metadata.namespace, 'ns1');
-    assert.match(event.metadata.name, /^a\.[0-9a-f]+$/);
+    assert.equal(event.metadata?.namespace, 'ns1');
+    assert.match(event.metadata?.name ?? '', /^a\.[0-9a-f]+$/);
     assert.deepEqual(event.involvedObject, {
       apiVersion: 'v1',
       kind: 'Pod',
