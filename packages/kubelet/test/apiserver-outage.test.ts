@@ -5,37 +5,32 @@
 // the node's Lease is renewed again.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { KubeClient, resources } from '@kubit/client';
+import { type KubeClient, resources } from '@kubit/client';
 import {
   type ControlPlane,
-  pushTestImages,
   sleep,
-  startContainerd,
-  startControlPlane,
-  startRegistry,
   startTestKubelet,
   type TestContainerd,
   type TestKubelet,
   type TestProcess,
-  type TestRegistry,
-  tempDir,
   waitFor,
 } from '@kubit/testkit';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from '../src/pods/labels.js';
-import { CriRuntime } from '../src/runtime/cri.js';
+import type { CriRuntime } from '../src/runtime/cri.js';
 import { startApiserverAgain } from './apiserver-process.js';
+import { type NodeStack, startNodeStack } from './node-stack.js';
 
 const NODE = 'node-1';
 /** Longer than a minute, as the issue asks. */
 const OUTAGE_MS = 61_000;
+let stack: NodeStack;
 let cp: ControlPlane;
-let registry: TestRegistry;
 let containerd: TestContainerd;
 let client: KubeClient;
 let runtime: CriRuntime;
-let root: { path: string; cleanup: () => Promise<void> };
+let root: NodeStack['root'];
 let kubelet: TestKubelet;
 let apiserver: TestProcess | undefined;
 const t0 = Date.now();
@@ -45,22 +40,9 @@ const mark = (what: string) => {
 };
 
 before(async () => {
-  // Started side by side (each on its own variable, so after() stops whichever came up).
-  registry = await startRegistry();
-  const started = await Promise.allSettled([
-    startControlPlane({ nodes: [NODE] }).then((c) => {
-      cp = c;
-    }),
-    pushTestImages(registry.host),
-    startContainerd({ mirror: registry.host }).then((c) => {
-      containerd = c;
-    }),
-  ]);
-  for (const s of started) if (s.status === 'rejected') throw s.reason;
-  runtime = new CriRuntime({ endpoint: containerd.endpoint });
-  root = await tempDir('kubit-kubelet-outage-');
+  stack = await startNodeStack(NODE, 'kubit-kubelet-outage-');
+  ({ cp, containerd, client, runtime, root } = stack);
   kubelet = await startTestKubelet(cp, { node: NODE, containerd, dir: root.path });
-  client = KubeClient.fromKubeconfig({ kubeconfig: cp.kubeconfigPath });
   // A kubelet started from sources on a loaded machine can take a while to come up.
   await kubelet.waitReady(client, 180_000, 250);
   mark('set up');
@@ -72,13 +54,9 @@ after(async () => {
     const { readFileSync } = await import('node:fs');
     process.stderr.write(readFileSync(kubelet.logFile, 'utf8').split('\n').slice(-80).join('\n'));
   }
-  client?.close();
-  runtime?.close();
-  await containerd?.stop();
-  await registry?.stop();
+  // The restarted apiserver is this test's own; the original is the stack's.
   await apiserver?.stop();
-  await cp?.stop();
-  await root?.cleanup();
+  await stack?.stop();
 });
 
 const getPod = () => client.get<Pod>(resources.pods, 'outlast', { namespace: 'default' });

@@ -8,53 +8,36 @@ import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { KubeClient, resources } from '@kubit/client';
+import { type KubeClient, resources } from '@kubit/client';
 import {
   type ControlPlane,
   daemonCommand,
-  pushTestImages,
-  startContainerd,
-  startControlPlane,
   startProcess,
-  startRegistry,
   startTestKubelet,
   type TestContainerd,
   type TestKubelet,
-  type TestRegistry,
-  tempDir,
   waitFor,
 } from '@kubit/testkit';
 import type { Event, Node, Pod } from 'kubernetes-types/core/v1.js';
 import { POD_UID_LABEL } from '../src/pods/labels.js';
-import { CriRuntime } from '../src/runtime/cri.js';
+import type { CriRuntime } from '../src/runtime/cri.js';
+import { type NodeStack, startNodeStack } from './node-stack.js';
 
 const NODE = 'cni-node';
+let stack: NodeStack;
 let cp: ControlPlane;
-let registry: TestRegistry;
 let containerd: TestContainerd;
 let client: KubeClient;
 let runtime: CriRuntime;
-let root: { path: string; cleanup: () => Promise<void> };
+let root: NodeStack['root'];
 let kubelet: TestKubelet | undefined;
 let confDir: string;
 
 const readyOf = (n: Node | undefined) => n?.status?.conditions?.find((c) => c.type === 'Ready');
 
 before(async () => {
-  // Each started on its own variable, so after() stops whichever came up even if the other failed.
-  const started = await Promise.allSettled([
-    startControlPlane({ nodes: [NODE] }).then((c) => {
-      cp = c;
-    }),
-    startRegistry().then((r) => {
-      registry = r;
-    }),
-  ]);
-  for (const s of started) if (s.status === 'rejected') throw s.reason;
-  await pushTestImages(registry.host);
-  containerd = await startContainerd({ mirror: registry.host });
-  runtime = new CriRuntime({ endpoint: containerd.endpoint });
-  root = await tempDir('kubit-kubelet-cni-');
+  stack = await startNodeStack(NODE, 'kubit-kubelet-cni-');
+  ({ cp, containerd, client, runtime, root } = stack);
   // The harness wrote a conflist; this node starts without one, as a fresh host does.
   confDir = join(containerd.dir, 'cni');
   await rm(join(confDir, '10-kubit.conflist'));
@@ -62,17 +45,11 @@ before(async () => {
     const conds = await runtime.status();
     return conds.find((c) => c.type === 'NetworkReady')?.status === false;
   });
-  client = KubeClient.fromKubeconfig({ kubeconfig: cp.kubeconfigPath });
 });
 
 after(async () => {
   await kubelet?.stop();
-  client?.close();
-  runtime?.close();
-  await containerd?.stop();
-  await registry?.stop();
-  await cp?.stop();
-  await root?.cleanup();
+  await stack?.stop();
 });
 
 test('pods wait for the pod CIDR; then the kubelet writes the conflist and the pod runs', async () => {

@@ -4,69 +4,46 @@
 // adopts what it ran after a SIGKILL.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { KubeClient, resources } from '@kubit/client';
+import { type KubeClient, resources } from '@kubit/client';
 import { createLogger } from '@kubit/daemon';
 import {
   type ControlPlane,
-  pushTestImages,
   sleep,
-  startContainerd,
-  startControlPlane,
-  startRegistry,
   startTestKubelet,
   type TestContainerd,
   type TestKubelet,
-  type TestRegistry,
-  tempDir,
   waitFor,
 } from '@kubit/testkit';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Event, Node, Pod } from 'kubernetes-types/core/v1.js';
 import { ApiPodStatusSink } from '../src/node/apiserver-sinks.js';
 import { POD_UID_LABEL } from '../src/pods/labels.js';
-import { CriRuntime } from '../src/runtime/cri.js';
+import type { CriRuntime } from '../src/runtime/cri.js';
+import { type NodeStack, startNodeStack } from './node-stack.js';
 
 const NODE = 'node-1';
+let stack: NodeStack;
 let cp: ControlPlane;
-let registry: TestRegistry;
 let containerd: TestContainerd;
 let client: KubeClient;
 let runtime: CriRuntime;
-let root: { path: string; cleanup: () => Promise<void> };
+let root: NodeStack['root'];
 let kubelet: TestKubelet;
 
 before(async () => {
-  // Each started on its own variable, so after() stops whichever came up even if the other failed.
-  const started = await Promise.allSettled([
-    startControlPlane({ nodes: [NODE] }).then((c) => {
-      cp = c;
-    }),
-    startRegistry().then((r) => {
-      registry = r;
-    }),
-  ]);
-  for (const s of started) if (s.status === 'rejected') throw s.reason;
-  await pushTestImages(registry.host);
-  containerd = await startContainerd({ mirror: registry.host });
-  runtime = new CriRuntime({ endpoint: containerd.endpoint });
-  root = await tempDir('kubit-kubelet-daemon-');
+  stack = await startNodeStack(NODE, 'kubit-kubelet-daemon-');
+  ({ cp, containerd, client, runtime, root } = stack);
   kubelet = await startTestKubelet(cp, {
     node: NODE,
     containerd,
     dir: root.path,
     extraArgs: ['--node-labels=kubit.io/role=worker'],
   });
-  client = KubeClient.fromKubeconfig({ kubeconfig: cp.kubeconfigPath });
 });
 
 after(async () => {
   await kubelet?.stop();
-  client?.close();
-  runtime?.close();
-  await containerd?.stop();
-  await registry?.stop();
-  await cp?.stop();
-  await root?.cleanup();
+  await stack?.stop();
 });
 
 test('the node registers Ready with its addresses, capacity, labels and a Lease', async () => {
