@@ -1,6 +1,8 @@
-// Just enough of Kubernetes' protobuf encoding to read the access reviews that
-// kubectl's typed clients send as protobuf (`kubectl auth can-i`). Every
-// other request body is JSON or YAML; responses are always JSON.
+// Just enough of Kubernetes' protobuf encoding to read what kubectl's typed
+// clients send as protobuf: access reviews (`kubectl auth can-i`) and the
+// objects of `kubectl create <kind>` (namespace, configmap, secret,
+// deployment, ...). Every other request body is JSON or YAML; responses are
+// always JSON.
 import { badRequest } from '@kubit/api';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
@@ -84,8 +86,13 @@ function nonResourceAttributes(f: Fields): Record<string, string> {
 type PType =
   | 'string'
   | 'bytes'
+  // Go's non-pointer int and bool fields: always on the wire, so a zero is
+  // dropped, as their JSON (omitempty) leaves it out.
   | 'int'
   | 'bool'
+  // Pointer fields (*int32, *bool): on the wire only when set, zero included.
+  | '*int'
+  | '*bool'
   | 'time'
   | 'microtime'
   | 'quantity'
@@ -125,8 +132,8 @@ function decodeValue(v: Buffer | number, t: PType, path: string): unknown {
   };
   if (t === 'string') return needBytes().toString('utf8');
   if (t === 'bytes') return needBytes().toString('base64');
-  if (t === 'int') return toInt(needNumber());
-  if (t === 'bool') return needNumber() !== 0;
+  if (t === 'int' || t === '*int') return toInt(needNumber());
+  if (t === 'bool' || t === '*bool') return needNumber() !== 0;
   if (t === 'time' || t === 'microtime') return timeText(fields(needBytes()), t === 'microtime');
   if (t === 'quantity') return string(fields(needBytes()), 1) ?? '0';
   if (t === 'intOrString') {
@@ -163,8 +170,10 @@ export function decodeMessage(buf: Buffer, schema: PMessage, path = ''): Record<
       out[name] = m;
     } else {
       const v = decodeValue(values[values.length - 1], type, p);
-      // Go's encoder writes empty strings that JSON would omit; so do we.
-      if (v !== '') out[name] = v;
+      // Go's encoder writes empty strings, zeros and falses that its JSON
+      // would omit; so do we, or the object would differ from the JSON one.
+      const zero = v === '' || (type === 'int' && v === 0) || (type === 'bool' && v === false);
+      if (!zero) out[name] = v;
     }
   }
   return out;
@@ -175,8 +184,8 @@ const ownerReference: PMessage = {
   3: ['name', 'string'],
   4: ['uid', 'string'],
   5: ['apiVersion', 'string'],
-  6: ['controller', 'bool'],
-  7: ['blockOwnerDeletion', 'bool'],
+  6: ['controller', '*bool'],
+  7: ['blockOwnerDeletion', '*bool'],
 };
 const objectMeta: PMessage = {
   1: ['name', 'string'],
@@ -186,7 +195,7 @@ const objectMeta: PMessage = {
   6: ['resourceVersion', 'string'],
   7: ['generation', 'int'],
   9: ['deletionTimestamp', 'time'],
-  10: ['deletionGracePeriodSeconds', 'int'],
+  10: ['deletionGracePeriodSeconds', '*int'],
   11: ['labels', map('string')],
   12: ['annotations', map('string')],
   13: ['ownerReferences', list(msg(ownerReference))],
@@ -244,8 +253,8 @@ const container: PMessage = {
 const podSpec: PMessage = {
   2: ['containers', list(msg(container))],
   3: ['restartPolicy', 'string'],
-  4: ['terminationGracePeriodSeconds', 'int'],
-  5: ['activeDeadlineSeconds', 'int'],
+  4: ['terminationGracePeriodSeconds', '*int'],
+  5: ['activeDeadlineSeconds', '*int'],
   6: ['dnsPolicy', 'string'],
   7: ['nodeSelector', map('string')],
   8: ['serviceAccountName', 'string'],
@@ -265,12 +274,12 @@ const podSpec: PMessage = {
         2: ['operator', 'string'],
         3: ['value', 'string'],
         4: ['effect', 'string'],
-        5: ['tolerationSeconds', 'int'],
+        5: ['tolerationSeconds', '*int'],
       }),
     ),
   ],
   24: ['priorityClassName', 'string'],
-  25: ['priority', 'int'],
+  25: ['priority', '*int'],
 };
 const policyRule: PMessage = {
   1: ['verbs', list('string')],
@@ -295,6 +304,37 @@ const binding: PMessage = {
   3: ['roleRef', msg({ 1: ['apiGroup', 'string'], 2: ['kind', 'string'], 3: ['name', 'string'] })],
 };
 
+const labelSelector: PMessage = {
+  1: ['matchLabels', map('string')],
+  2: [
+    'matchExpressions',
+    list(msg({ 1: ['key', 'string'], 2: ['operator', 'string'], 3: ['values', list('string')] })),
+  ],
+};
+const podTemplateSpec: PMessage = { 1: ['metadata', msg(objectMeta)], 2: ['spec', msg(podSpec)] };
+const deploymentSpec: PMessage = {
+  1: ['replicas', '*int'],
+  2: ['selector', msg(labelSelector)],
+  3: ['template', msg(podTemplateSpec)],
+  4: [
+    'strategy',
+    msg({
+      1: ['type', 'string'],
+      2: ['rollingUpdate', msg({ 1: ['maxUnavailable', 'intOrString'], 2: ['maxSurge', 'intOrString'] })],
+    }),
+  ],
+  5: ['minReadySeconds', 'int'],
+  6: ['revisionHistoryLimit', '*int'],
+  7: ['paused', 'bool'],
+  9: ['progressDeadlineSeconds', '*int'],
+};
+const replicaSetSpec: PMessage = {
+  1: ['replicas', '*int'],
+  2: ['selector', msg(labelSelector)],
+  3: ['template', msg(podTemplateSpec)],
+  4: ['minReadySeconds', 'int'],
+};
+
 /** Protobuf schemas by kind, for the kinds kubectl's typed clients send. */
 export const PROTO_KINDS: Record<string, PMessage> = {
   Namespace: { 1: ['metadata', msg(objectMeta)], 2: ['spec', msg({ 1: ['finalizers', list('string')] })] },
@@ -302,22 +342,25 @@ export const PROTO_KINDS: Record<string, PMessage> = {
     1: ['metadata', msg(objectMeta)],
     2: ['data', map('string')],
     3: ['binaryData', map('bytes')],
-    4: ['immutable', 'bool'],
+    4: ['immutable', '*bool'],
   },
   Secret: {
     1: ['metadata', msg(objectMeta)],
     2: ['data', map('bytes')],
     3: ['type', 'string'],
     4: ['stringData', map('string')],
-    5: ['immutable', 'bool'],
+    5: ['immutable', '*bool'],
   },
   ServiceAccount: {
     1: ['metadata', msg(objectMeta)],
     2: ['secrets', list(msg(objectReference))],
     3: ['imagePullSecrets', list(msg(localRef))],
-    4: ['automountServiceAccountToken', 'bool'],
+    4: ['automountServiceAccountToken', '*bool'],
   },
   Pod: { 1: ['metadata', msg(objectMeta)], 2: ['spec', msg(podSpec)] },
+  // `kubectl create deployment` sends its Deployment as protobuf.
+  Deployment: { 1: ['metadata', msg(objectMeta)], 2: ['spec', msg(deploymentSpec)] },
+  ReplicaSet: { 1: ['metadata', msg(objectMeta)], 2: ['spec', msg(replicaSetSpec)] },
   Role: { 1: ['metadata', msg(objectMeta)], 2: ['rules', list(msg(policyRule))] },
   ClusterRole: { 1: ['metadata', msg(objectMeta)], 2: ['rules', list(msg(policyRule))] },
   RoleBinding: binding,
@@ -354,9 +397,9 @@ export const PROTO_KINDS: Record<string, PMessage> = {
     15: ['deprecatedCount', 'int'],
   },
   DeleteOptions: {
-    1: ['gracePeriodSeconds', 'int'],
+    1: ['gracePeriodSeconds', '*int'],
     2: ['preconditions', msg({ 1: ['uid', 'string'], 2: ['resourceVersion', 'string'] })],
-    3: ['orphanDependents', 'bool'],
+    3: ['orphanDependents', '*bool'],
     4: ['propagationPolicy', 'string'],
     5: ['dryRun', list('string')],
   },
@@ -367,10 +410,10 @@ export const PROTO_KINDS: Record<string, PMessage> = {
       'spec',
       msg({
         1: ['holderIdentity', 'string'],
-        2: ['leaseDurationSeconds', 'int'],
+        2: ['leaseDurationSeconds', '*int'],
         3: ['acquireTime', 'microtime'],
         4: ['renewTime', 'microtime'],
-        5: ['leaseTransitions', 'int'],
+        5: ['leaseTransitions', '*int'],
       }),
     ],
   },

@@ -403,6 +403,33 @@ describe('kubectl with Deployments', () => {
     assert.match(r.stdout, /front\s+3\s+0\s+0\s+\S+\s+web\s+nginx:1\.25\s+app=front/);
   });
 
+  it('kubectl create deployment (sent as protobuf) makes the Deployment its JSON makes', async () => {
+    const args = ['create', 'deployment', 'hello', '--image=nginx:1.25', '--replicas=3', '--port=8080'];
+    const command = ['--', 'sleep', '100'];
+    let r = await kubectl(cp, [...args, ...command]);
+    assert.match(r.stdout, /deployment\.apps\/hello created/);
+    const viaProtobuf = (await api.get(`${APPS}/deployments/hello`)).body;
+    assert.equal(viaProtobuf.spec.replicas, 3);
+    assert.deepEqual(viaProtobuf.spec.selector, { matchLabels: { app: 'hello' } });
+    assert.deepEqual(viaProtobuf.spec.template.spec.containers[0].command, ['sleep', '100']);
+    assert.deepEqual(viaProtobuf.spec.template.spec.containers[0].ports, [
+      { containerPort: 8080, protocol: 'TCP' },
+    ]);
+    // The same command's object as JSON (client-side dry run), created through the JSON path.
+    const json = join(cp.dir, 'hello.json');
+    await writeFile(
+      json,
+      (await kubectl(cp, [...args, '--dry-run=client', '-o', 'json', ...command])).stdout,
+    );
+    await kubectl(cp, ['delete', 'deployment', 'hello']);
+    r = await kubectl(cp, ['create', '-f', json]);
+    assert.match(r.stdout, /deployment\.apps\/hello created/);
+    const viaJson = (await api.get(`${APPS}/deployments/hello`)).body;
+    assert.deepEqual(viaProtobuf.spec, viaJson.spec);
+    assert.deepEqual(viaProtobuf.metadata.labels, viaJson.metadata.labels);
+    await kubectl(cp, ['delete', 'deployment', 'hello']);
+  });
+
   it('reports validation errors with field paths', async () => {
     const file = join(cp.dir, 'bad.yaml');
     await writeFile(

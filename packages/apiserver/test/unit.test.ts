@@ -77,6 +77,40 @@ describe('protobuf', () => {
     });
   });
 
+  it('decodes a Deployment: zeros of plain fields dropped as JSON drops them, set pointers kept', () => {
+    const scalar = (n: number, v: number) => Buffer.from([...varint(n * 8), ...varint(v)]);
+    const port = Buffer.concat([scalar(2, 0), scalar(3, 80)]); // hostPort 0, containerPort 80
+    const container = Buffer.concat([field(1, 'web'), field(2, 'nginx'), field(6, port), scalar(16, 0)]);
+    const podSpec = Buffer.concat([field(2, container), scalar(11, 0)]); // hostNetwork false
+    const labels = Buffer.concat([field(1, 'app'), field(2, 'web')]);
+    const templateMeta = Buffer.concat([field(11, labels), scalar(7, 0)]); // generation 0
+    const template = Buffer.concat([field(1, templateMeta), field(2, podSpec)]);
+    const selector = field(1, labels);
+    const spec = Buffer.concat([
+      scalar(1, 0), // replicas: an explicit 0 (a pointer)
+      field(2, selector),
+      field(3, template),
+      scalar(5, 0), // minReadySeconds 0 (plain)
+      scalar(7, 0), // paused false (plain)
+    ]);
+    const d = Buffer.concat([field(1, field(1, 'web')), field(2, spec)]);
+    const typeMeta = Buffer.concat([field(1, 'apps/v1'), field(2, 'Deployment')]);
+    const body = Buffer.concat([Buffer.from('k8s\0', 'binary'), field(1, typeMeta), field(2, d)]);
+    assert.deepEqual(decodeProtobufObject(body, 'Deployment'), {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web' },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: 'web' } },
+        template: {
+          metadata: { labels: { app: 'web' } },
+          spec: { containers: [{ name: 'web', image: 'nginx', ports: [{ containerPort: 80 }] }] },
+        },
+      },
+    });
+  });
+
   it('rejects garbage with a 400', () => {
     for (const b of [Buffer.from('nope'), Buffer.from('k8s\0\xff\xff\xff', 'binary')]) {
       assert.throws(
