@@ -32,6 +32,60 @@ export function kubeletAddress(node: Record<string, unknown>): { host: string; p
   return { host: str(a.address), port };
 }
 
+type KubeletAddr = { host: string; port: number };
+
+async function loadPod(store: Store, ri: ResourceRequest): Promise<Record<string, unknown>> {
+  const pod = await store.get(`/registry/pods/${ri.namespace}/${ri.name}`);
+  if (!pod) throw notFound({ group: '', resource: 'pods' }, ri.name);
+  return pod.obj;
+}
+
+async function kubeletOfPod(
+  store: Store,
+  ri: ResourceRequest,
+  pod: Record<string, unknown>,
+  purpose: string,
+): Promise<{ nodeName: string; addr: KubeletAddr }> {
+  const nodeName = str(obj(pod.spec).nodeName);
+  if (!nodeName) throw badRequest(`pod ${ri.name} does not have a host assigned`);
+  const node = await store.get(`/registry/nodes/${nodeName}`);
+  const addr = node ? kubeletAddress(node.obj) : undefined;
+  if (!addr) throw serviceUnavailable(`no address known for node "${nodeName}" to ${purpose}`);
+  return { nodeName, addr };
+}
+
+/** A pod and the kubelet of the node it is bound to (`purpose` words the error when none is known). */
+export async function podOnNode(store: Store, ri: ResourceRequest, purpose: string) {
+  const pod = await loadPod(store, ri);
+  return { pod, ...(await kubeletOfPod(store, ri, pod, purpose)) };
+}
+
+/** The same, for one of its containers: the one asked for, or the only one. */
+export async function containerTarget(
+  store: Store,
+  ri: ResourceRequest,
+  requested: string | undefined,
+  purpose: string,
+) {
+  const pod = await loadPod(store, ri);
+  const spec = obj(pod.spec);
+  const names = [...arr(spec.containers), ...arr(spec.initContainers), ...arr(spec.ephemeralContainers)].map(
+    (c) => str(obj(c).name),
+  );
+  let container = requested ?? '';
+  if (!container) {
+    const main = arr(spec.containers).map((c) => str(obj(c).name));
+    if (main.length !== 1) {
+      throw badRequest(
+        `a container name must be specified for pod ${ri.name}, choose one of: [${main.join(' ')}]`,
+      );
+    }
+    container = main[0];
+  }
+  if (!names.includes(container)) throw badRequest(`container ${container} is not valid for pod ${ri.name}`);
+  return { pod, container, ...(await kubeletOfPod(store, ri, pod, purpose)) };
+}
+
 export async function proxyPodLog(
   store: Store,
   ri: ResourceRequest,
@@ -62,28 +116,12 @@ export async function proxyPodLog(
   if (follow) params.set('follow', 'true');
   if (previous) params.set('previous', 'true');
   if (timestamps) params.set('timestamps', 'true');
-  const pod = await store.get(`/registry/pods/${ri.namespace}/${ri.name}`);
-  if (!pod) throw notFound({ group: '', resource: 'pods' }, ri.name);
-  const spec = obj(pod.obj.spec);
-  const names = [...arr(spec.containers), ...arr(spec.initContainers), ...arr(spec.ephemeralContainers)].map(
-    (c) => str(obj(c).name),
+  const { container, nodeName, addr } = await containerTarget(
+    store,
+    ri,
+    queryString(q, 'container'),
+    'fetch logs from',
   );
-  let container = queryString(q, 'container') ?? '';
-  if (!container) {
-    const main = arr(spec.containers).map((c) => str(obj(c).name));
-    if (main.length !== 1) {
-      throw badRequest(
-        `a container name must be specified for pod ${ri.name}, choose one of: [${main.join(' ')}]`,
-      );
-    }
-    container = main[0];
-  }
-  if (!names.includes(container)) throw badRequest(`container ${container} is not valid for pod ${ri.name}`);
-  const nodeName = str(spec.nodeName);
-  if (!nodeName) throw badRequest(`pod ${ri.name} does not have a host assigned`);
-  const node = await store.get(`/registry/nodes/${nodeName}`);
-  const addr = node ? kubeletAddress(node.obj) : undefined;
-  if (!addr) throw serviceUnavailable(`no address known for node "${nodeName}" to fetch logs from`);
   const host = addr.host.includes(':') ? `[${addr.host}]` : addr.host;
   const qs = params.toString();
   const url = `https://${host}:${addr.port}/containerLogs/${encodeURIComponent(ri.namespace)}/${encodeURIComponent(ri.name)}/${encodeURIComponent(container)}${qs ? `?${qs}` : ''}`;

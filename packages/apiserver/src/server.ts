@@ -1,7 +1,7 @@
 // kubit-apiserver's HTTPS server: authenticate → authorize → decode → default →
 // validate → admit → store, for every kind in the registry; discovery,
 // OpenAPI, health and metrics around it.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import {
   badRequest,
   type FieldError,
@@ -42,6 +42,7 @@ import {
 } from './request.js';
 import { type Ctx, Rest } from './rest.js';
 import type { Store } from './storage.js';
+import { registerStreaming } from './streaming.js';
 import { type IncludeObject, toTable } from './table.js';
 import { serveWatch } from './watch.js';
 import type { WatchCache } from './watchcache.js';
@@ -277,6 +278,15 @@ export function createServer(deps: ServerDeps): FastifyInstance {
       d.reason || undefined,
     );
   };
+
+  registerStreaming(app.server as unknown as HttpServer, {
+    store: deps.store,
+    kubeletTls: deps.kubeletTls,
+    authenticate: (req) => deps.authn.authenticate(req),
+    authorize,
+    parse: (method, path, query) => parseRequestInfo(method, path, query, deps.kinds),
+    serving: deps.serving,
+  });
 
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {
     const meta = metas.get(req.raw)!;

@@ -7,3 +7,4 @@ export { durationArg, intArg, listArg, parseDuration, runMain, StartupError } fr
 export { Counter, createRegistry, Gauge, Histogram, Registry, Summary } from './metrics.js';
 export { type ServingCert, selfSignedServingCert } from './serving-cert.js';
 export { Shutdown } from './shutdown.js';
+export { refuseUpgrade, spliceUpgrade, upgradeProtocol, upgradeRequestHead } from './upgrade.js';

@@ -1,13 +1,17 @@
 // kubit-kubelet as a real process: it registers its Node and Lease with a real
 // apiserver, runs a pod bound to it on a real containerd, reports its status
-// and events, serves its logs through the apiserver, finishes its deletion, and
-// adopts what it ran after a SIGKILL.
+// and events, serves its logs through the apiserver, streams kubectl exec,
+// attach and port-forward (SPDY, through the apiserver to containerd's
+// streaming server), finishes its deletion, and adopts what it ran after a
+// SIGKILL.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { type KubeClient, resources } from '@kubit/client';
 import { createLogger } from '@kubit/daemon';
 import {
   type ControlPlane,
+  runCommand,
   sleep,
   startTestKubelet,
   type TestContainerd,
@@ -212,4 +216,83 @@ test('a status for a deleted pod never lands on a new pod of the same name (uid 
   await client.delete(resources.pods, name, { namespace: 'default', gracePeriodSeconds: 0 });
   assert.ok(settled, 'the status was written or dropped, not retried');
   assert.notEqual(now.status?.message, 'the old pod', 'the old pod status landed on its namesake');
+});
+
+test('kubectl exec, attach and port-forward stream through the apiserver and the kubelet to containerd', async () => {
+  const pod: Pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'streams', namespace: 'default' },
+    spec: {
+      nodeName: NODE,
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        { name: 'sh', image: 'busybox:latest', command: ['sleep', '3600'] },
+        { name: 'web', image: 'nginx:latest', ports: [{ containerPort: 80 }] },
+        {
+          name: 'ticker',
+          image: 'busybox:latest',
+          command: ['sh', '-c', 'while true; do echo tick; sleep 0.2; done'],
+        },
+      ],
+    },
+  };
+  await client.create(resources.pods, pod, { namespace: 'default' });
+  await waitFor(
+    'both containers to run',
+    async () => {
+      const p = await client.get<Pod>(resources.pods, 'streams', { namespace: 'default' });
+      return p.status?.containerStatuses?.every((c) => c.state?.running) ? p : undefined;
+    },
+    90_000,
+    250,
+  );
+  const kubectl = (args: string[], stdin?: string) =>
+    runCommand('kubectl', ['--kubeconfig', cp.kubeconfigPath, ...args], { stdin, timeoutMs: 30_000 });
+
+  // stdout and stderr arrive apart, and the command's exit code is kubectl's.
+  let r = await kubectl(['exec', 'streams', '-c', 'sh', '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
+  assert.equal(r.stdout, 'out\n');
+  assert.match(r.stderr, /^err\n/);
+  assert.match(r.stderr, /command terminated with exit code 3/);
+  assert.equal(r.code, 3);
+  // stdin reaches the command.
+  r = await kubectl(['exec', '-i', 'streams', '-c', 'sh', '--', 'sh', '-c', 'cat; echo done'], 'piped\n');
+  assert.deepEqual([r.code, r.stdout], [0, 'piped\ndone\n'], r.stderr);
+  // Bad requests get the apiserver's words.
+  r = await kubectl(['exec', 'streams', '-c', 'nope', '--', 'true']);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /container nope is not valid for pod streams/);
+  r = await kubectl(['exec', 'no-such-pod', '--', 'true']);
+  assert.match(r.stderr, /pods "no-such-pod" not found/);
+  // attach: the running process's output, until kubectl is stopped.
+  r = await runCommand('kubectl', ['--kubeconfig', cp.kubeconfigPath, 'attach', 'streams', '-c', 'ticker'], {
+    timeoutMs: 5_000,
+  });
+  assert.match(r.stdout, /tick\ntick\n/, r.stderr);
+
+  // port-forward: a local port reaches nginx in the pod's network namespace.
+  const forward = spawn(
+    'kubectl',
+    ['--kubeconfig', cp.kubeconfigPath, 'port-forward', 'pod/streams', ':80', '--address', '127.0.0.1'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  try {
+    let printed = '';
+    forward.stdout.on('data', (d: Buffer) => {
+      printed += d.toString();
+    });
+    const port = await waitFor(
+      'kubectl to pick a local port',
+      async () => /Forwarding from 127\.0\.0\.1:(\d+) -> 80/.exec(printed)?.[1],
+    );
+    const res = await waitFor('nginx to answer through the forward', () =>
+      fetch(`http://127.0.0.1:${port}/`).catch(() => undefined),
+    );
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /nginx/i);
+  } finally {
+    forward.kill();
+  }
+  await client.delete(resources.pods, 'streams', { namespace: 'default', gracePeriodSeconds: 0 });
 });

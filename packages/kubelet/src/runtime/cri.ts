@@ -19,6 +19,7 @@ import {
   type RuntimeCondition,
   RuntimeError,
   type SandboxFilter,
+  type StreamChoice,
   type VersionInfo,
 } from './types.js';
 
@@ -221,6 +222,18 @@ export class CriRuntime implements ContainerRuntime {
       timeoutSeconds > 0 ? timeoutSeconds * 1000 + this.timeoutMs : this.timeoutMs,
     );
     return { stdout: Buffer.from(res.stdout), stderr: Buffer.from(res.stderr), exitCode: res.exitCode };
+  }
+
+  async exec(id: string, cmd: string[], streams: StreamChoice): Promise<string> {
+    return (await this.rt<{ url: string }>('Exec', { containerId: id, cmd, ...streams })).url;
+  }
+
+  async attach(id: string, streams: StreamChoice): Promise<string> {
+    return (await this.rt<{ url: string }>('Attach', { containerId: id, ...streams })).url;
+  }
+
+  async portForward(sandboxId: string, ports: number[]): Promise<string> {
+    return (await this.rt<{ url: string }>('PortForward', { podSandboxId: sandboxId, port: ports })).url;
   }
 
   async containerStats(id: string): Promise<ContainerStats> {

@@ -288,6 +288,18 @@ export class FakeRuntime implements ContainerRuntime {
     return { stdout: Buffer.from(r.stdout ?? ''), stderr: Buffer.alloc(0), exitCode: r.exitCode };
   }
 
+  async exec(): Promise<string> {
+    throw new RuntimeError('the fake runtime has no streaming server (exec, attach, port-forward)');
+  }
+
+  async attach(): Promise<string> {
+    return this.exec();
+  }
+
+  async portForward(): Promise<string> {
+    return this.exec();
+  }
+
   async containerStats(id: string): Promise<ContainerStats> {
     this.mustContainer(id);
     return { id, cpuUsageCoreNanoSeconds: 0, memoryWorkingSetBytes: 0 };

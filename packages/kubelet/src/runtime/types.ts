@@ -198,6 +198,14 @@ export interface Image {
 }
 
 /** Everything the kubelet asks of a container runtime. Errors reject the promise. */
+/** Which of a streaming session's streams the client asked for. */
+export interface StreamChoice {
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+  tty: boolean;
+}
+
 export interface ContainerRuntime {
   version(): Promise<VersionInfo>;
   status(): Promise<RuntimeCondition[]>;
@@ -220,6 +228,15 @@ export interface ContainerRuntime {
   containerStatus(id: string): Promise<ContainerStatus>;
   listContainers(filter?: ContainerFilter): Promise<Container[]>;
   execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult>;
+  /**
+   * A URL on the runtime's streaming server that runs `cmd` in the container
+   * once a client upgrades a request to it (SPDY or WebSocket): kubectl exec.
+   */
+  exec(id: string, cmd: string[], streams: StreamChoice): Promise<string>;
+  /** The same for attaching to the container's own process: kubectl attach. */
+  attach(id: string, streams: StreamChoice): Promise<string>;
+  /** The same for forwarding ports of the pod's network namespace: kubectl port-forward. */
+  portForward(sandboxId: string, ports: number[]): Promise<string>;
   containerStats(id: string): Promise<ContainerStats>;
 
   /** undefined when the image is not present. */

@@ -2,6 +2,7 @@
 // health, metrics and the pods it runs. With TLS it demands a client
 // certificate signed by --client-ca-file (the apiserver's).
 import { readFileSync } from 'node:fs';
+import type { IncomingMessage, Server } from 'node:http';
 import { Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { type Check, type Logger, type Registry, registerHealthRoutes } from '@kubit/daemon';
@@ -11,6 +12,7 @@ import type { PodManager } from '../pods/manager.js';
 import { restartCountOf } from '../pods/status.js';
 import type { ContainerRuntime, ContainerStatus } from '../runtime/types.js';
 import { fileExists, readContainerLog } from './logs.js';
+import { registerStreaming } from './streaming.js';
 
 export interface KubeletServerOptions {
   host: string;
@@ -52,24 +54,26 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Fa
     : null;
   const app = Fastify({ logger: false, ...(https ? { https } : {}) }) as unknown as FastifyInstance;
   registerHealthRoutes(app, opts.registry, opts.readiness ?? []);
-  if (https && opts.tls?.clientCaFile) {
-    // Every client here holds a certificate from the cluster CA, nodes included; pods and
-    // their logs are only for the apiserver (and admins): group system:masters.
-    app.addHook('onRequest', async (req, reply) => {
-      if (!req.url.startsWith('/containerLogs/') && !req.url.startsWith('/pods')) return;
-      const socket = req.raw.socket as TLSSocket;
-      const org = socket.getPeerCertificate?.()?.subject?.O;
-      const groups = Array.isArray(org) ? org : org ? [org] : [];
-      if (!groups.includes('system:masters')) {
-        await status(
-          reply,
-          403,
-          'Forbidden',
-          'only the apiserver (group system:masters) may read pods and logs here',
-        );
-      }
-    });
-  }
+  // Every client here holds a certificate from the cluster CA, nodes included; pods, their
+  // logs and streams are only for the apiserver (and admins): group system:masters.
+  const apiserverOnly = (raw: IncomingMessage): string | undefined => {
+    if (!https || !opts.tls?.clientCaFile) return undefined;
+    const org = (raw.socket as TLSSocket).getPeerCertificate?.()?.subject?.O;
+    const groups = Array.isArray(org) ? org : org ? [org] : [];
+    return groups.includes('system:masters')
+      ? undefined
+      : 'only the apiserver (group system:masters) may read pods and logs or stream here';
+  };
+  app.addHook('onRequest', async (req, reply) => {
+    if (!req.url.startsWith('/containerLogs/') && !req.url.startsWith('/pods')) return;
+    const denied = apiserverOnly(req.raw);
+    if (denied) await status(reply, 403, 'Forbidden', denied);
+  });
+  registerStreaming(app.server as unknown as Server, {
+    manager: opts.manager,
+    runtime: opts.runtime,
+    denied: apiserverOnly,
+  });
 
   app.get('/pods', async () => ({
     kind: 'PodList',

@@ -1,0 +1,143 @@
+// pods/exec, pods/attach and pods/portforward: kubectl upgrades the request to
+// SPDY/3.1; the apiserver authenticates and authorizes it like any other
+// request, then opens the same upgrade to the pod's kubelet (with its kubelet
+// client certificate) and splices the two connections. kubectl first tries
+// WebSocket (v5.channel.k8s.io); that is answered 400, and kubectl falls back
+// to SPDY, which the whole path (kubelet, containerd's streaming server)
+// speaks natively.
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { connect } from 'node:tls';
+import { badRequest, StatusError, statusFromUnknown } from '@kubit/api';
+import { refuseUpgrade, spliceUpgrade, upgradeProtocol, upgradeRequestHead } from '@kubit/daemon';
+import type { UserInfo } from './authn.js';
+import { str } from './kinds/types.js';
+import { containerTarget, type KubeletClientTls, podOnNode } from './logs.js';
+import type { RequestInfo } from './request.js';
+import type { Store } from './storage.js';
+
+/** The kubelet's path for each streaming subresource (Kubernetes' names). */
+const KUBELET_PATH: Record<string, string> = { exec: 'exec', attach: 'attach', portforward: 'portForward' };
+
+export interface StreamingDeps {
+  store: Store;
+  kubeletTls: KubeletClientTls;
+  authenticate(req: IncomingMessage): UserInfo | null | undefined;
+  /** Throws a StatusError when the user may not. */
+  authorize(user: UserInfo, info: RequestInfo): void;
+  parse(method: string, path: string, query: Record<string, unknown>): RequestInfo;
+  serving(): boolean;
+}
+
+/** Serves the streaming subresources on the server's upgrade requests. */
+export function registerStreaming(server: Server, deps: StreamingDeps): void {
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    streamToKubelet(deps, req, socket, head).catch((err) => {
+      const s = statusFromUnknown(err);
+      refuseUpgrade(socket, s.code ?? 500, s.reason ?? 'InternalError', s.message ?? String(err));
+    });
+  });
+}
+
+/** The query as fastify would parse it: repeated names (command) as arrays. */
+function queryOf(params: URLSearchParams): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of new Set(params.keys())) {
+    const all = params.getAll(name);
+    out[name] = all.length === 1 ? all[0] : all;
+  }
+  return out;
+}
+
+async function streamToKubelet(
+  deps: StreamingDeps,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+): Promise<void> {
+  const url = new URL(req.url ?? '/', 'https://apiserver');
+  let path: string;
+  try {
+    path = decodeURIComponent(url.pathname.replace(/\/+$/, '') || '/');
+  } catch {
+    throw badRequest('the request path is not valid URL encoding');
+  }
+  const user = deps.authenticate(req);
+  if (!user) {
+    refuseUpgrade(socket, 401, 'Unauthorized', 'Unauthorized');
+    return;
+  }
+  if (!deps.serving()) {
+    refuseUpgrade(socket, 503, 'ServiceUnavailable', 'the apiserver is starting');
+    return;
+  }
+  const info = deps.parse(req.method ?? 'GET', path, queryOf(url.searchParams));
+  const sub = info.kind === 'resource' && info.resource === 'pods' ? info.subresource : '';
+  if (info.kind !== 'resource' || !sub || !(sub in KUBELET_PATH) || !info.name)
+    throw badRequest(`${path} cannot be upgraded: only pods/exec, pods/attach and pods/portforward stream`);
+  deps.authorize(user, info);
+  if (upgradeProtocol(req) !== 'spdy/3.1') {
+    // Not 101: kubectl's WebSocket attempt fails its handshake and it retries over SPDY.
+    throw badRequest(
+      `kubit-apiserver streams ${sub} over SPDY/3.1, not "${req.headers.upgrade ?? ''}": retry with SPDY`,
+    );
+  }
+  const query = new URLSearchParams(url.searchParams);
+  let target: { nodeName: string; addr: { host: string; port: number }; pod: Record<string, unknown> };
+  let kubeletPath: string;
+  const ns = encodeURIComponent(info.namespace);
+  const name = encodeURIComponent(info.name);
+  if (sub === 'portforward') {
+    target = await podOnNode(deps.store, info, 'forward ports to');
+    kubeletPath = `/portForward/${ns}/${name}`;
+  } else {
+    const t = await containerTarget(deps.store, info, query.get('container') ?? undefined, `${sub} into`);
+    target = t;
+    query.delete('container');
+    kubeletPath = `/${KUBELET_PATH[sub]}/${ns}/${name}/${encodeURIComponent(t.container)}`;
+    if (sub === 'exec' && query.getAll('command').length === 0)
+      throw badRequest('you must specify at least one command for the container');
+  }
+  const phase = str((target.pod.status as { phase?: string } | undefined)?.phase);
+  if (phase === 'Succeeded' || phase === 'Failed')
+    throw badRequest(`cannot ${sub} into a container in a completed pod; current phase is ${phase}`);
+  const qs = query.toString();
+  const { host, port } = target.addr;
+  await new Promise<void>((resolve, reject) => {
+    const upstream = connect({
+      host,
+      port,
+      cert: deps.kubeletTls.cert,
+      key: deps.kubeletTls.key,
+      ca: deps.kubeletTls.ca,
+      rejectUnauthorized: deps.kubeletTls.ca !== undefined,
+      ALPNProtocols: ['http/1.1'],
+    });
+    upstream.once('secureConnect', () => {
+      upstream.removeAllListeners('error');
+      const hostHeader = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+      spliceUpgrade(
+        socket,
+        head,
+        upstream,
+        upgradeRequestHead(req, `${kubeletPath}${qs ? `?${qs}` : ''}`, hostHeader),
+      );
+      resolve();
+    });
+    upstream.once('error', (err) => {
+      upstream.destroy();
+      reject(
+        new StatusError({
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: `unable to reach the kubelet of node "${target.nodeName}": ${err.message}`,
+          reason: 'ServiceUnavailable',
+          code: 503,
+        }),
+      );
+    });
+  });
+}
