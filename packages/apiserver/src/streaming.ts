@@ -8,10 +8,10 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { connect } from 'node:tls';
-import { badRequest, StatusError, statusFromUnknown } from '@kubit/api';
+import { badRequest, serviceUnavailable, statusFromUnknown } from '@kubit/api';
 import { refuseUpgrade, spliceUpgrade, upgradeProtocol, upgradeRequestHead } from '@kubit/daemon';
 import type { UserInfo } from './authn.js';
-import { str } from './kinds/types.js';
+import { obj, str } from './kinds/types.js';
 import { containerTarget, type KubeletClientTls, podOnNode } from './logs.js';
 import type { RequestInfo } from './request.js';
 import type { Store } from './storage.js';
@@ -84,7 +84,9 @@ async function streamToKubelet(
     );
   }
   const query = new URLSearchParams(url.searchParams);
-  let target: { nodeName: string; addr: { host: string; port: number }; pod: Record<string, unknown> };
+  if (sub === 'exec' && query.getAll('command').length === 0)
+    throw badRequest('you must specify at least one command for the container');
+  let target: Awaited<ReturnType<typeof podOnNode>>;
   let kubeletPath: string;
   const ns = encodeURIComponent(info.namespace);
   const name = encodeURIComponent(info.name);
@@ -96,10 +98,8 @@ async function streamToKubelet(
     target = t;
     query.delete('container');
     kubeletPath = `/${KUBELET_PATH[sub]}/${ns}/${name}/${encodeURIComponent(t.container)}`;
-    if (sub === 'exec' && query.getAll('command').length === 0)
-      throw badRequest('you must specify at least one command for the container');
   }
-  const phase = str((target.pod.status as { phase?: string } | undefined)?.phase);
+  const phase = str(obj(target.pod.status).phase);
   if (phase === 'Succeeded' || phase === 'Failed')
     throw badRequest(`cannot ${sub} into a container in a completed pod; current phase is ${phase}`);
   const qs = query.toString();
@@ -127,17 +127,7 @@ async function streamToKubelet(
     });
     upstream.once('error', (err) => {
       upstream.destroy();
-      reject(
-        new StatusError({
-          kind: 'Status',
-          apiVersion: 'v1',
-          metadata: {},
-          status: 'Failure',
-          message: `unable to reach the kubelet of node "${target.nodeName}": ${err.message}`,
-          reason: 'ServiceUnavailable',
-          code: 503,
-        }),
-      );
+      reject(serviceUnavailable(`unable to reach the kubelet of node "${target.nodeName}": ${err.message}`));
     });
   });
 }
