@@ -197,7 +197,6 @@ export interface Image {
   size: number;
 }
 
-/** Everything the kubelet asks of a container runtime. Errors reject the promise. */
 /** Which of a streaming session's streams the client asked for. */
 export interface StreamChoice {
   stdin: boolean;
@@ -206,6 +205,7 @@ export interface StreamChoice {
   tty: boolean;
 }
 
+/** Everything the kubelet asks of a container runtime. Errors reject the promise. */
 export interface ContainerRuntime {
   version(): Promise<VersionInfo>;
   status(): Promise<RuntimeCondition[]>;
