@@ -59,7 +59,27 @@ export function decodeObject(
   obj.apiVersion = gv;
   obj.kind = def.kind;
   obj.metadata ??= {};
+  dropEmptyMetadata(obj.metadata);
   return obj;
+}
+
+/** ObjectMeta's maps and lists that Kubernetes' JSON omits when empty (omitempty). */
+const OMITTED_WHEN_EMPTY = ['labels', 'annotations', 'ownerReferences', 'finalizers', 'managedFields'];
+
+/**
+ * Drops empty labels, annotations, owner references, finalizers and managed
+ * fields, as Kubernetes stores them. A patch that removes the last annotation
+ * would otherwise leave `annotations: {}`, and `kubectl diff` would show a
+ * change where there is none.
+ */
+function dropEmptyMetadata(m: Record<string, unknown>): void {
+  for (const f of OMITTED_WHEN_EMPTY) {
+    const v = m[f];
+    const empty = Array.isArray(v)
+      ? v.length === 0
+      : v !== null && typeof v === 'object' && Object.keys(v).length === 0;
+    if (empty) delete m[f];
+  }
 }
 
 /** All validation of a new object; throws 422 Invalid with every problem. */

@@ -58,6 +58,27 @@ describe('kubectl', () => {
     assert.equal(cm.body.data.mode, 'b');
   });
 
+  it('diff finds nothing to change after a server-side apply, and empty metadata maps are not stored', async () => {
+    const file = join(cp.dir, 'ssa.yaml');
+    await writeFile(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: "1"\n');
+    let r = await kubectl(cp, ['apply', '--server-side', '-f', file]);
+    assert.match(r.stdout, /configmap\/ssa serverside-applied/);
+    r = await kubectl(cp, ['diff', '-f', file], { allowFail: true });
+    assert.deepEqual([r.code, r.stdout], [0, ''], r.stderr);
+    await writeFile(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: "2"\n');
+    r = await kubectl(cp, ['diff', '-f', file], { allowFail: true });
+    assert.equal(r.code, 1, 'a real change is a diff');
+    assert.match(r.stdout, /\+ {2}a: "2"/);
+    const created = await api.post('/api/v1/namespaces/default/configmaps', {
+      metadata: { name: 'bare', labels: {}, annotations: {}, finalizers: [] },
+    });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(
+      Object.keys(created.body.metadata).filter((k) => ['labels', 'annotations', 'finalizers'].includes(k)),
+      [],
+    );
+  });
+
   it('create and get pods in every output format', async () => {
     await kubectl(cp, ['create', 'namespace', 'team']);
     await kubectl(cp, ['-n', 'team', 'run', 'other', '--image=busybox:1.36', '--labels=app=other']);
