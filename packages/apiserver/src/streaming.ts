@@ -8,7 +8,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { connect } from 'node:tls';
-import { badRequest, serviceUnavailable, statusFromUnknown } from '@kubit/api';
+import { badRequest, serviceUnavailable, statusFromUnknown, unauthorized } from '@kubit/api';
 import { refuseUpgrade, spliceUpgrade, upgradeProtocol, upgradeRequestHead } from '@kubit/daemon';
 import type { UserInfo } from './authn.js';
 import { obj, str } from './kinds/types.js';
@@ -34,8 +34,7 @@ export function registerStreaming(server: Server, deps: StreamingDeps): void {
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     streamToKubelet(deps, req, socket, head).catch((err) => {
-      const s = statusFromUnknown(err);
-      refuseUpgrade(socket, s.code ?? 500, s.reason ?? 'InternalError', s.message ?? String(err));
+      refuseUpgrade(socket, statusFromUnknown(err));
     });
   });
 }
@@ -64,14 +63,8 @@ async function streamToKubelet(
     throw badRequest('the request path is not valid URL encoding');
   }
   const user = deps.authenticate(req);
-  if (!user) {
-    refuseUpgrade(socket, 401, 'Unauthorized', 'Unauthorized');
-    return;
-  }
-  if (!deps.serving()) {
-    refuseUpgrade(socket, 503, 'ServiceUnavailable', 'the apiserver is starting');
-    return;
-  }
+  if (!user) throw unauthorized();
+  if (!deps.serving()) throw serviceUnavailable('the apiserver is starting');
   const info = deps.parse(req.method ?? 'GET', path, queryOf(url.searchParams));
   const sub = info.kind === 'resource' && info.resource === 'pods' ? info.subresource : '';
   if (info.kind !== 'resource' || !sub || !(sub in KUBELET_PATH) || !info.name)

@@ -39,18 +39,11 @@ export function spliceUpgrade(client: Duplex, head: Buffer, upstream: Duplex, re
   upstream.on('error', close);
 }
 
-/** Answers an upgrade request that will not be upgraded: a Kubernetes Status, then the socket closes. */
-export function refuseUpgrade(socket: Duplex, code: number, reason: string, message: string): void {
-  const body = JSON.stringify({
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message,
-    reason,
-    code,
-  });
+/** Answers an upgrade request that will not be upgraded with a Kubernetes Status; the socket then closes. */
+export function refuseUpgrade(socket: Duplex, status: { code?: number }): void {
   if (socket.destroyed) return;
+  const code = status.code ?? 500;
+  const body = JSON.stringify(status);
   socket.end(
     `HTTP/1.1 ${code} ${STATUS_CODES[code] ?? 'Error'}\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

@@ -12,6 +12,7 @@ import type { PodManager } from '../pods/manager.js';
 import { restartCountOf } from '../pods/status.js';
 import type { ContainerRuntime, ContainerStatus } from '../runtime/types.js';
 import { fileExists, readContainerLog } from './logs.js';
+import { failureStatus } from './status.js';
 import { registerStreaming } from './streaming.js';
 
 export interface KubeletServerOptions {
@@ -26,9 +27,7 @@ export interface KubeletServerOptions {
 }
 
 function status(reply: FastifyReply, code: number, reason: string, message: string) {
-  return reply
-    .code(code)
-    .send({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+  return reply.code(code).send(failureStatus(code, reason, message));
 }
 
 function intParam(v: unknown, name: string): number | undefined {

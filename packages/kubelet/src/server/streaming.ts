@@ -11,6 +11,7 @@ import { refuseUpgrade, spliceUpgrade, upgradeRequestHead } from '@kubit/daemon'
 import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from '../pods/labels.js';
 import type { PodManager } from '../pods/manager.js';
 import type { ContainerRuntime, StreamChoice } from '../runtime/types.js';
+import { failureStatus } from './status.js';
 
 export interface StreamingOptions {
   manager: PodManager;
@@ -35,8 +36,9 @@ export function registerStreaming(server: Server, opts: StreamingOptions): void 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     toRuntime(opts, req, socket, head).catch((err) => {
-      if (err instanceof Refusal) refuseUpgrade(socket, err.code, err.reason, err.message);
-      else refuseUpgrade(socket, 500, 'InternalError', (err as Error).message);
+      const refusal =
+        err instanceof Refusal ? err : new Refusal(500, 'InternalError', (err as Error).message);
+      refuseUpgrade(socket, failureStatus(refusal.code, refusal.reason, refusal.message));
     });
   });
 }
