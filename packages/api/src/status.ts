@@ -123,6 +123,11 @@ export function notFound(gr: GroupResource, name: string): StatusError {
   return failure(404, 'NotFound', `${qualifiedResource(gr)} "${name}" not found`, resourceDetails(gr, name));
 }
 
+/** 404 for a path that names nothing this server serves (no resource, no name). */
+export function notFoundPath(): StatusError {
+  return failure(404, 'NotFound', 'the server could not find the requested resource', {});
+}
+
 export function alreadyExists(gr: GroupResource, name: string): StatusError {
   return failure(
     409,

@@ -1,8 +1,10 @@
 // Authorization: the Node authorizer (what a kubelet may touch) then RBAC, as
 // --authorization-mode=Node,RBAC. Both read policy from the watch caches, so a
 // decision never waits for the store.
+import { forbidden, forbiddenPath } from '@kubit/api';
 import type { UserInfo } from './authn.js';
 import { arr, obj, str } from './kinds/types.js';
+import type { RequestInfo } from './request.js';
 import type { KObject } from './storage.js';
 import type { WatchCache } from './watchcache.js';
 
@@ -256,4 +258,48 @@ export class UnionAuthorizer implements Authorizer {
     }
     return { decision: 'noopinion', reason: reasons.join('; ') };
   }
+}
+
+/**
+ * Authorizes a parsed request: returns when it is allowed, else throws the 403 that
+ * names the user, verb and resource (or path) as Kubernetes words it.
+ */
+export function authorizeRequest(authz: Authorizer, user: UserInfo, info: RequestInfo): void {
+  const a: Attributes =
+    info.kind === 'resource'
+      ? {
+          user,
+          verb: info.verb,
+          resourceRequest: true,
+          path: info.path,
+          group: info.group,
+          resource: info.resource,
+          subresource: info.subresource,
+          namespace: info.namespace,
+          name: info.name,
+        }
+      : {
+          user,
+          verb: info.verb,
+          resourceRequest: false,
+          path: info.path,
+          group: '',
+          resource: '',
+          subresource: '',
+          namespace: '',
+          name: '',
+        };
+  const d = authz.authorize(a);
+  if (d.decision === 'allow') return;
+  if (info.kind === 'nonresource') throw forbiddenPath(user.name, info.verb, info.path);
+  const res = info.subresource ? `${info.resource}/${info.subresource}` : info.resource;
+  throw forbidden(
+    user.name,
+    info.verb,
+    res,
+    info.group,
+    info.name || undefined,
+    info.namespace || undefined,
+    d.reason || undefined,
+  );
 }

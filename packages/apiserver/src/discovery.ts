@@ -3,7 +3,7 @@
 // /openapi/v3 that tells kubectl the server validates fields itself.
 import { createHash } from 'node:crypto';
 import type { KindRegistry } from './kinds/index.js';
-import { groupVersion, type KindDef } from './kinds/types.js';
+import { groupVersion, type KindDef, type SubresourceDef } from './kinds/types.js';
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -32,19 +32,11 @@ const REVIEW_RESOURCES = [
   },
 ];
 
-function subresourceVerbs(sub: string): string[] {
-  if (sub === 'status' || sub === 'scale') return ['get', 'patch', 'update'];
-  if (sub === 'binding') return ['create'];
-  if (sub === 'log') return ['get'];
-  if (sub === 'finalize') return ['update'];
-  return ['get'];
-}
-
-function subresourceKind(def: KindDef, sub: string): { group: string; version: string; kind: string } {
-  if (sub === 'binding') return { group: '', version: 'v1', kind: 'Binding' };
-  if (sub === 'log') return { group: '', version: 'v1', kind: 'Pod' };
-  if (sub === 'scale') return { group: 'autoscaling', version: 'v1', kind: 'Scale' };
-  return { group: def.group, version: def.version, kind: def.kind };
+function subresourceKind(
+  def: KindDef,
+  sub: SubresourceDef,
+): { group: string; version: string; kind: string } {
+  return sub.kind ?? { group: def.group, version: def.version, kind: def.kind };
 }
 
 export class Discovery {
@@ -132,12 +124,12 @@ export class Discovery {
       for (const sub of d.subresources) {
         const k = subresourceKind(d, sub);
         resources.push({
-          name: `${d.resource}/${sub}`,
+          name: `${d.resource}/${sub.name}`,
           singularName: '',
           namespaced: d.namespaced,
           ...(k.group !== d.group ? { group: k.group, version: k.version } : {}),
           kind: k.kind,
-          verbs: subresourceVerbs(sub),
+          verbs: [...sub.verbs],
         });
       }
     }
@@ -184,9 +176,9 @@ export class Discovery {
                 ...(d.subresources.length > 0
                   ? {
                       subresources: d.subresources.map((sub) => ({
-                        subresource: sub,
+                        subresource: sub.name,
                         responseKind: subresourceKind(d, sub),
-                        verbs: subresourceVerbs(sub),
+                        verbs: [...sub.verbs],
                       })),
                     }
                   : {}),
@@ -261,12 +253,12 @@ export class Discovery {
         'x-kubernetes-group-version-kind': gvk,
       });
       paths[item] = { patch: op('patch', { group: d.group, version: d.version, kind: d.kind }) };
-      if (d.subresources.includes('status'))
-        paths[`${item}/status`] = {
-          patch: op('patchStatus', { group: d.group, version: d.version, kind: d.kind }),
-        };
-      if (d.subresources.includes('scale'))
-        paths[`${item}/scale`] = { patch: op('patchScale', subresourceKind(d, 'scale')) };
+      // kubectl reads the patch operations of the subresources it patches (status, scale).
+      for (const sub of d.subresources) {
+        if (!sub.verbs.includes('patch')) continue;
+        const name = `patch${sub.name[0].toUpperCase()}${sub.name.slice(1)}`;
+        paths[`${item}/${sub.name}`] = { patch: op(name, subresourceKind(d, sub)) };
+      }
     }
     return {
       openapi: '3.0.0',

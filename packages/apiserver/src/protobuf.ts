@@ -336,6 +336,14 @@ const replicaSetSpec: PMessage = {
 };
 
 /** Protobuf schemas by kind, for the kinds kubectl's typed clients send. */
+const deleteOptions: PMessage = {
+  1: ['gracePeriodSeconds', '*int'],
+  2: ['preconditions', msg({ 1: ['uid', 'string'], 2: ['resourceVersion', 'string'] })],
+  3: ['orphanDependents', '*bool'],
+  4: ['propagationPolicy', 'string'],
+  5: ['dryRun', list('string')],
+};
+
 export const PROTO_KINDS: Record<string, PMessage> = {
   Namespace: { 1: ['metadata', msg(objectMeta)], 2: ['spec', msg({ 1: ['finalizers', list('string')] })] },
   ConfigMap: {
@@ -396,12 +404,10 @@ export const PROTO_KINDS: Record<string, PMessage> = {
     14: ['deprecatedLastTimestamp', 'time'],
     15: ['deprecatedCount', 'int'],
   },
-  DeleteOptions: {
-    1: ['gracePeriodSeconds', '*int'],
-    2: ['preconditions', msg({ 1: ['uid', 'string'], 2: ['resourceVersion', 'string'] })],
-    3: ['orphanDependents', '*bool'],
-    4: ['propagationPolicy', 'string'],
-    5: ['dryRun', list('string')],
+  DeleteOptions: deleteOptions,
+  Eviction: {
+    1: ['metadata', msg(objectMeta)],
+    2: ['deleteOptions', msg(deleteOptions)],
   },
   Binding: { 1: ['metadata', msg(objectMeta)], 2: ['target', msg(objectReference)] },
   Lease: {

@@ -11,16 +11,13 @@ import {
   methodNotSupported,
   notFound,
   StatusError,
-  successStatus,
 } from '@kubit/api';
 import type { Logger } from '@kubit/daemon';
-import { checkNamespaceForCreate, IMMORTAL_NAMESPACES, nodeRestriction } from './admission.js';
+import { checkNamespaceForCreate, nodeRestriction } from './admission.js';
 import type { UserInfo } from './authn.js';
-import { selectorText } from './kinds/apps.js';
 import type { KindRegistry } from './kinds/index.js';
 import { arr, groupVersion, type KindDef, obj, str } from './kinds/types.js';
-import { jsonPatch, mergePatch, strategicMergePatch } from './model/patch.js';
-import { conform, schemas } from './model/schema.js';
+import { applyPatchOfFormat } from './model/patch.js';
 import { parseFieldSelector, parseLabelSelector } from './model/selectors.js';
 import {
   decodeObject,
@@ -34,6 +31,7 @@ import {
   validateChange,
   validateNew,
 } from './objects.js';
+import { type DeleteOpts, deleteOptions, type OptionsKind, queryDryRun } from './options.js';
 import {
   BODY_MEDIA_TYPES,
   bodyFormat,
@@ -60,7 +58,7 @@ export interface Result {
   body: unknown;
 }
 
-function gr(def: KindDef) {
+export function gr(def: KindDef) {
   return { group: def.group, resource: def.resource };
 }
 
@@ -73,8 +71,12 @@ export class Rest {
   ) {}
 
   cacheFor(def: KindDef): WatchCache {
-    const c = this.caches.get(this.kinds.storageResource(def));
-    if (!c) throw new Error(`no watch cache for ${def.resource}`);
+    return this.cacheOf(this.kinds.storageResource(def));
+  }
+
+  private cacheOf(storageResource: string): WatchCache {
+    const c = this.caches.get(storageResource);
+    if (!c) throw new Error(`no watch cache for ${storageResource}`);
     return c;
   }
 
@@ -139,8 +141,6 @@ export class Rest {
   // ---------- get / list ----------
 
   async get(def: KindDef, ri: ResourceRequest): Promise<Result> {
-    const rv = queryString({}, 'x');
-    void rv;
     const cur = await this.store.get(this.key(def, ri.namespace, ri.name));
     if (!cur) throw notFound(gr(def), ri.name);
     return { code: 200, body: this.out(def, cur.obj) };
@@ -255,10 +255,10 @@ export class Rest {
     return decodeObject(def, parseBody(ctx.body, format, def.kind), fv, ctx.warnings);
   }
 
-  async create(def: KindDef, ri: ResourceRequest, ctx: Ctx, namespaces: WatchCache): Promise<Result> {
+  async create(def: KindDef, ri: ResourceRequest, ctx: Ctx): Promise<Result> {
     if (ri.name) throw methodNotSupported(gr(def), 'create');
+    const dryRun = queryDryRun(ctx.query, 'CreateOptions');
     const fv = parseFieldValidation(queryString(ctx.query, 'fieldValidation'));
-    const dryRun = isDryRun(ctx.query);
     const o = this.decodeForWrite(def, ctx, fv);
     const m = o.metadata!;
     if (def.namespaced) {
@@ -286,10 +286,16 @@ export class Rest {
     if (def.generation) m.generation = 1;
     else delete m.generation;
     validateNew(def, o);
-    if (def.namespaced) await checkNamespaceForCreate(def, ri.namespace, namespaces, this.store);
+    if (def.namespaced)
+      await checkNamespaceForCreate(def, ri.namespace, this.cacheOf('namespaces'), this.store);
     nodeRestriction(ctx.user, def, '', 'create', str(m.name), undefined, o);
-    if (dryRun) return { code: 201, body: this.out(def, o) };
-    const r = await this.store.create(this.key(def, ri.namespace, str(m.name)), this.in(def, o));
+    const key = this.key(def, ri.namespace, str(m.name));
+    if (dryRun) {
+      // What the write would find: an object already there is the same 409 a real create gets.
+      if (await this.store.get(key)) throw alreadyExists(gr(def), str(m.name));
+      return { code: 201, body: this.out(def, o) };
+    }
+    const r = await this.store.create(key, this.in(def, o));
     if (!r.ok) throw alreadyExists(gr(def), str(m.name));
     m.resourceVersion = String(r.rev);
     return { code: 201, body: this.out(def, o) };
@@ -310,7 +316,7 @@ export class Rest {
   ): Promise<Result> {
     const key = this.key(def, ri.namespace, ri.name);
     const sub = ri.subresource;
-    const dryRun = isDryRun(ctx.query);
+    const dryRun = queryDryRun(ctx.query, optionsKindOf(ri.verb));
     // The first attempt starts from a copy of the watch cache's object, saving the
     // store a quorum read: the write is guarded on its revision, so a stale copy
     // costs a failed guard, never a wrong write. Anything decided on the cached copy
@@ -391,9 +397,7 @@ export class Rest {
         // The last finalizer of an object being deleted is gone: the delete completes.
         const nm = next.metadata ?? {};
         const fins = arr(nm.finalizers);
-        const waiting =
-          (def.resource === 'pods' && Number(nm.deletionGracePeriodSeconds ?? 0) > 0) ||
-          (def.resource === 'namespaces' && arr(obj(next.spec).finalizers).length > 0);
+        const waiting = def.deletion?.stillWaiting?.(next) ?? false;
         if (nm.deletionTimestamp && fins.length === 0 && !waiting) {
           const d = await this.store.delete(key, cur.rev);
           if (d.ok) {
@@ -426,7 +430,7 @@ export class Rest {
     });
   }
 
-  async patch(def: KindDef, ri: ResourceRequest, ctx: Ctx, namespaces: WatchCache): Promise<Result> {
+  async patch(def: KindDef, ri: ResourceRequest, ctx: Ctx): Promise<Result> {
     const fv = parseFieldValidation(queryString(ctx.query, 'fieldValidation'));
     const format = bodyFormat(ctx.contentType, PATCH_MEDIA_TYPES);
     const patch = parseBody(ctx.body, format);
@@ -439,12 +443,7 @@ export class Rest {
       const exists = await this.store.get(this.key(def, ri.namespace, ri.name));
       if (!exists) {
         const body = Buffer.from(JSON.stringify(patch));
-        return this.create(
-          def,
-          { ...ri, name: '' },
-          { ...ctx, body, contentType: 'application/json' },
-          namespaces,
-        );
+        return this.create(def, { ...ri, name: '' }, { ...ctx, body, contentType: 'application/json' });
       }
     }
     return this.updateWith(def, ri, ctx, (current) =>
@@ -454,75 +453,26 @@ export class Rest {
 
   // ---------- delete ----------
 
-  deleteOptions(ctx: Ctx): { grace?: number; policy: string; uid?: string; rv?: string } {
-    let opts: Record<string, unknown> = {};
-    if (ctx.body && ctx.body.length > 0 && ctx.body.toString().trim() !== '') {
-      const raw = parseBody(ctx.body, bodyFormat(ctx.contentType, BODY_MEDIA_TYPES), 'DeleteOptions');
-      const probs = { unknown: [], types: [] as string[] };
-      opts = conform(raw, schemas.deleteOptions, '', probs) as Record<string, unknown>;
-      if (probs.types.length > 0 || typeof opts !== 'object' || opts === null) {
-        throw badRequest(
-          `DeleteOptions cannot be decoded: ${probs.types[0] ?? 'the body must be a JSON object'}`,
-        );
-      }
-    }
-    const qGrace = queryInt(ctx.query, 'gracePeriodSeconds');
-    const grace =
-      qGrace ?? (typeof opts.gracePeriodSeconds === 'number' ? opts.gracePeriodSeconds : undefined);
-    let policy = queryString(ctx.query, 'propagationPolicy') ?? str(opts.propagationPolicy);
-    if (opts.orphanDependents === true || queryString(ctx.query, 'orphanDependents') === 'true')
-      policy = policy || 'Orphan';
-    if (policy && !['Orphan', 'Background', 'Foreground'].includes(policy)) {
-      throw invalid({ group: 'meta.k8s.io', kind: 'DeleteOptions' }, '', [
-        fieldErrors.notSupported('propagationPolicy', policy, ['Foreground', 'Background', 'Orphan']),
-      ]);
-    }
-    if (grace !== undefined && grace < 0) {
-      throw invalid({ group: 'meta.k8s.io', kind: 'DeleteOptions' }, '', [
-        fieldErrors.invalid('gracePeriodSeconds', grace, 'must be greater than or equal to 0'),
-      ]);
-    }
-    const pre = obj(opts.preconditions);
-    return {
-      grace,
-      policy: policy || 'Background',
-      uid: typeof pre.uid === 'string' ? pre.uid : undefined,
-      rv: typeof pre.resourceVersion === 'string' ? pre.resourceVersion : undefined,
-    };
-  }
-
   async delete(def: KindDef, ri: ResourceRequest, ctx: Ctx): Promise<Result> {
-    const opts = this.deleteOptions(ctx);
+    const opts = deleteOptions(ctx.body, ctx.contentType, ctx.query);
     return this.deleteOne(def, ri.namespace, ri.name, opts, ctx);
   }
 
-  async deleteOne(
-    def: KindDef,
-    ns: string,
-    name: string,
-    opts: { grace?: number; policy: string; uid?: string; rv?: string },
-    ctx: Ctx,
-  ): Promise<Result> {
+  /**
+   * Deletes one object, or marks it (deletionTimestamp, finalizers) when something must
+   * happen first. A dry run decides exactly as the real delete would, preconditions and
+   * refusals included, and answers with the object as the delete would leave it.
+   */
+  async deleteOne(def: KindDef, ns: string, name: string, opts: DeleteOpts, ctx: Ctx): Promise<Result> {
     const key = this.key(def, ns, name);
-    const dryRun = isDryRun(ctx.query);
-    if (def.resource === 'namespaces' && IMMORTAL_NAMESPACES.includes(name)) {
-      throw new StatusError({
-        kind: 'Status',
-        apiVersion: 'v1',
-        metadata: {},
-        status: 'Failure',
-        message: `namespaces "${name}" is forbidden: this namespace may not be deleted`,
-        reason: 'Forbidden',
-        details: { name, kind: 'namespaces' },
-        code: 403,
-      });
-    }
+    def.deletion?.admit?.(name);
     for (let attempt = 0; ; attempt++) {
       const cur = await this.store.get(key);
       if (!cur) throw notFound(gr(def), name);
       const o = this.out(def, cur.obj);
       o.metadata ??= {};
       const m = o.metadata;
+      m.resourceVersion = String(cur.rev);
       if (opts.uid !== undefined && opts.uid !== m.uid) {
         throw conflict(
           gr(def),
@@ -538,88 +488,31 @@ export class Rest {
         );
       }
       nodeRestriction(ctx.user, def, '', 'delete', name, o, undefined);
-      const plan = this.deletionPlan(def, o, opts);
-      if (dryRun) return { code: 200, body: o };
-      let w: Awaited<ReturnType<Store['delete']>>;
+      const plan = deletionPlan(def, o, opts);
+      // Kubernetes answers 202 only for a delete that is not immediate and that asked,
+      // with orphanDependents=false, for its dependents to go too.
+      const pendingCode = opts.notOrphaning ? 202 : 200;
+      if (plan === 'unchanged') return { code: pendingCode, body: o };
+      if (opts.dryRun) return { code: plan === 'now' ? 200 : pendingCode, body: plan === 'now' ? o : plan };
       if (plan === 'now') {
-        w = await this.store.delete(key, cur.rev);
-        if (w.ok) {
-          m.resourceVersion = String(w.rev);
-          return { code: 200, body: o };
-        }
-      } else if (plan === 'unchanged') {
-        return { code: 202, body: o };
+        const w = await this.store.delete(key, cur.rev);
+        if (w.ok) return { code: 200, body: o };
       } else {
-        w = await this.store.update(key, this.in(def, plan), cur.rev);
+        const w = await this.store.update(key, this.in(def, plan), cur.rev);
         if (w.ok) {
           plan.metadata!.resourceVersion = String(w.rev);
-          if (def.resource === 'namespaces') {
-            // NamespaceLifecycle admission reads namespaces from the cache: once the client
-            // hears "Terminating", a create in the namespace through this apiserver is refused.
-            await this.cacheFor(def).waitForRevision(w.rev);
-            return { code: 200, body: plan };
-          }
-          return { code: 202, body: plan };
+          // A kind whose admission reads the cache (NamespaceLifecycle) answers once this
+          // apiserver's cache has the mark, so the client's next request sees it.
+          if (def.deletion?.waitForCache) await this.cacheFor(def).waitForRevision(w.rev);
+          return { code: pendingCode, body: plan };
         }
       }
       if (opts.rv !== undefined || attempt >= 5) throw conflict(gr(def), name);
     }
   }
 
-  /**
-   * What a delete does to an object: remove it now, or mark it (deletionTimestamp)
-   * and leave the rest to its kubelet, its finalizers or the namespace controller.
-   */
-  private deletionPlan(
-    def: KindDef,
-    o: KObject,
-    opts: { grace?: number; policy: string },
-  ): KObject | 'now' | 'unchanged' {
-    const m = o.metadata ?? {};
-    const marked = structuredClone(o);
-    const mm = marked.metadata!;
-    const fins = arr(mm.finalizers).map(str);
-    const now = Date.now();
-    if (def.resource === 'namespaces') {
-      if (mm.deletionTimestamp) return 'unchanged';
-      mm.deletionTimestamp = nowRfc3339(now);
-      mm.deletionGracePeriodSeconds = 0;
-      marked.status = { ...obj(marked.status), phase: 'Terminating' };
-      return marked;
-    }
-    if (opts.policy === 'Foreground' && !fins.includes('foregroundDeletion')) fins.push('foregroundDeletion');
-    if (opts.policy === 'Orphan' && !fins.includes('orphan')) fins.push('orphan');
-    if (fins.length > 0) mm.finalizers = fins;
-    let grace = 0;
-    if (def.resource === 'pods') {
-      const spec = obj(o.spec);
-      const phase = str(obj(o.status).phase);
-      const bound = str(spec.nodeName) !== '';
-      grace = opts.grace ?? Number(spec.terminationGracePeriodSeconds ?? 30);
-      // Nothing runs an unbound or finished pod: there is nothing to wait for.
-      if (!bound || phase === 'Succeeded' || phase === 'Failed') grace = 0;
-      const prevGrace =
-        typeof m.deletionGracePeriodSeconds === 'number' ? m.deletionGracePeriodSeconds : undefined;
-      if (prevGrace !== undefined && grace > prevGrace) grace = prevGrace;
-    }
-    if (grace === 0 && fins.length === 0) return 'now';
-    if (
-      mm.deletionTimestamp &&
-      mm.deletionGracePeriodSeconds === grace &&
-      JSON.stringify(fins) === JSON.stringify(arr(m.finalizers))
-    ) {
-      return 'unchanged';
-    }
-    if (!mm.deletionTimestamp || grace < Number(mm.deletionGracePeriodSeconds ?? Number.MAX_SAFE_INTEGER)) {
-      mm.deletionTimestamp = nowRfc3339(now + grace * 1000);
-    }
-    mm.deletionGracePeriodSeconds = grace;
-    if (def.generation) mm.generation = Number(mm.generation ?? 0) + 1;
-    return marked;
-  }
-
   async deleteCollection(def: KindDef, ri: ResourceRequest, ctx: Ctx): Promise<Result> {
-    const opts = this.deleteOptions(ctx);
+    const opts = deleteOptions(ctx.body, ctx.contentType, ctx.query);
     const { items, meta } = await this.list(def, ri, {
       ...ctx,
       query: { ...ctx.query, limit: undefined, continue: undefined },
@@ -631,207 +524,55 @@ export class Rest {
         const r = await this.deleteOne(def, str(m.namespace), str(m.name), opts, ctx);
         deleted.push(r.body as KObject);
       } catch (err) {
+        // Gone meanwhile: it is deleted either way.
         if (!(err instanceof StatusError && err.code === 404)) throw err;
       }
     }
     return { code: 200, body: this.listObject(def, deleted, meta) };
   }
-
-  // ---------- scale (autoscaling/v1 Scale over spec.replicas) ----------
-
-  /** The Scale view of a scalable object: desired replicas, observed replicas and the pod selector. */
-  toScale(o: KObject): KObject {
-    const m = o.metadata ?? {};
-    return {
-      kind: 'Scale',
-      apiVersion: 'autoscaling/v1',
-      // Only the fields the object has: a patch sees no resourceVersion unless it sets one.
-      metadata: Object.fromEntries(
-        Object.entries({
-          name: m.name,
-          namespace: m.namespace,
-          uid: m.uid,
-          resourceVersion: m.resourceVersion,
-          creationTimestamp: m.creationTimestamp,
-        }).filter(([, v]) => v !== undefined),
-      ),
-      spec: { replicas: Number(obj(o.spec).replicas ?? 0) },
-      status: { replicas: Number(obj(o.status).replicas ?? 0), selector: selectorText(o) },
-    };
-  }
-
-  async getScale(def: KindDef, ri: ResourceRequest): Promise<Result> {
-    const r = await this.get(def, ri);
-    return { code: 200, body: this.toScale(r.body as KObject) };
-  }
-
-  /** PUT or PATCH of .../scale: only spec.replicas of the object changes. */
-  async updateScale(def: KindDef, ri: ResourceRequest, ctx: Ctx): Promise<Result> {
-    const fv = parseFieldValidation(queryString(ctx.query, 'fieldValidation'));
-    const isPatch = ri.verb === 'patch';
-    const format = bodyFormat(ctx.contentType, isPatch ? PATCH_MEDIA_TYPES : BODY_MEDIA_TYPES);
-    const body = parseBody(ctx.body, format, 'Scale');
-    const r = await this.updateWith(def, ri, ctx, (current) => {
-      const raw = isPatch ? applyPatchOfFormat(format, this.toScale(current), body) : body;
-      const scale = decodeObject(SCALE_DEF, raw, fv, ctx.warnings);
-      const replicas = obj(scale.spec).replicas;
-      if (typeof replicas === 'number' && replicas < 0) {
-        throw invalid({ group: 'autoscaling', kind: 'Scale' }, ri.name, [
-          fieldErrors.invalid('spec.replicas', replicas, 'must be greater than or equal to 0'),
-        ]);
-      }
-      const sm = scale.metadata ?? {};
-      if (sm.name !== undefined && sm.name !== ri.name) {
-        throw badRequest(
-          `the name of the object (${str(sm.name)}) does not match the name on the URL (${ri.name})`,
-        );
-      }
-      current.spec = { ...obj(current.spec), replicas: typeof replicas === 'number' ? replicas : 0 };
-      current.metadata ??= {};
-      // A client-supplied resourceVersion on the Scale is a precondition on the object.
-      if (str(sm.resourceVersion)) current.metadata.resourceVersion = sm.resourceVersion;
-      return current;
-    });
-    return { code: r.code, body: this.toScale(r.body as KObject) };
-  }
-
-  // ---------- pods/binding ----------
-
-  async bind(ri: ResourceRequest, ctx: Ctx, podDef: KindDef): Promise<Result> {
-    const fv = parseFieldValidation(queryString(ctx.query, 'fieldValidation'));
-    const raw = parseBody(ctx.body, bodyFormat(ctx.contentType, BODY_MEDIA_TYPES), 'Binding');
-    const bindingDef = bindingDefOf(podDef);
-    const b = decodeObject(bindingDef, raw, fv, ctx.warnings);
-    const podName = ri.name || str(b.metadata?.name);
-    if (ri.name && b.metadata?.name && b.metadata.name !== ri.name) {
-      throw badRequest(
-        `the name of the object (${str(b.metadata.name)}) does not match the name on the URL (${ri.name})`,
-      );
-    }
-    const target = obj(b.target);
-    const node = str(target.name);
-    if (!node) {
-      throw invalid({ group: '', kind: 'Binding' }, podName, [fieldErrors.required('target.name')]);
-    }
-    if (target.kind !== undefined && target.kind !== '' && target.kind !== 'Node') {
-      throw invalid({ group: '', kind: 'Binding' }, podName, [
-        fieldErrors.notSupported('target.kind', target.kind, ['Node']),
-      ]);
-    }
-    const podRi: ResourceRequest = { ...ri, resource: 'pods', name: podName, subresource: 'binding' };
-    const key = this.key(podDef, ri.namespace, podName);
-    // Start from the watch cache's copy: the write is guarded on its revision, so a
-    // stale copy costs a failed guard (whose reply carries the current object), never
-    // a wrong write; this saves the store a read per binding. A refusal is only ever
-    // decided on a copy read from the store itself.
-    const dryRun = isDryRun(ctx.query);
-    let cur = dryRun ? null : this.cachedObject(podDef, key);
-    let fresh = false;
-    for (let conflicts = 0; ; ) {
-      if (!cur) {
-        cur = await this.store.get(key);
-        fresh = true;
-      }
-      if (!cur) throw notFound({ group: '', resource: 'pods' }, podName);
-      const refusal = bindingRefusal(cur.obj, podName, str(b.metadata?.uid));
-      if (refusal) {
-        if (fresh) throw refusal;
-        cur = null;
-        continue;
-      }
-      if (dryRun) break;
-      // A new object sharing what the binding leaves alone: the cached copy is never mutated.
-      const pod: KObject = {
-        ...cur.obj,
-        spec: { ...obj(cur.obj.spec), nodeName: node },
-        status: withPodScheduled(obj(cur.obj.status)),
-      };
-      const w = await this.store.update(key, pod, cur.rev);
-      if (w.ok) break;
-      if (++conflicts >= 5) throw conflict({ group: '', resource: 'pods' }, podName);
-      // The failed guard's reply holds the object as it is now (null: deleted meanwhile).
-      cur = w.current;
-      fresh = true;
-    }
-    void podRi;
-    return { code: 201, body: successStatus() };
-  }
 }
 
-/** The Binding body's kind, derived once per pod kind (it was a copy per request). */
-const bindingDefs = new WeakMap<KindDef, KindDef>();
-function bindingDefOf(podDef: KindDef): KindDef {
-  let d = bindingDefs.get(podDef);
-  if (!d) {
-    d = { ...podDef, kind: 'Binding', schema: schemas.binding };
-    bindingDefs.set(podDef, d);
+/**
+ * What a delete does to an object: remove it now, leave it as it is (already marked the
+ * same way), or mark it (deletionTimestamp, the finalizers the propagation policy asks
+ * for) and leave the rest to its kubelet, its finalizers or its controller.
+ */
+function deletionPlan(def: KindDef, o: KObject, opts: DeleteOpts): KObject | 'now' | 'unchanged' {
+  const now = Date.now();
+  if (def.deletion?.mark) return def.deletion.mark(o, now);
+  const m = o.metadata ?? {};
+  const marked = structuredClone(o);
+  const mm = marked.metadata!;
+  const fins = arr(mm.finalizers).map(str);
+  if (opts.policy === 'Foreground' && !fins.includes('foregroundDeletion')) fins.push('foregroundDeletion');
+  if (opts.policy === 'Orphan' && !fins.includes('orphan')) fins.push('orphan');
+  if (fins.length > 0) mm.finalizers = fins;
+  let grace = def.deletion?.gracePeriodSeconds?.(o, opts.grace) ?? 0;
+  // A second delete may shorten the grace period, never lengthen it.
+  const prevGrace =
+    typeof m.deletionGracePeriodSeconds === 'number' ? m.deletionGracePeriodSeconds : undefined;
+  if (prevGrace !== undefined && grace > prevGrace) grace = prevGrace;
+  if (grace === 0 && fins.length === 0) return 'now';
+  if (
+    mm.deletionTimestamp &&
+    mm.deletionGracePeriodSeconds === grace &&
+    JSON.stringify(fins) === JSON.stringify(arr(m.finalizers))
+  ) {
+    return 'unchanged';
   }
-  return d;
+  if (!mm.deletionTimestamp || grace < Number(mm.deletionGracePeriodSeconds ?? Number.MAX_SAFE_INTEGER)) {
+    mm.deletionTimestamp = nowRfc3339(now + grace * 1000);
+  }
+  mm.deletionGracePeriodSeconds = grace;
+  if (def.generation) mm.generation = Number(mm.generation ?? 0) + 1;
+  return marked;
 }
 
-/** Why a pod cannot be bound (a 409 Status), or null when it can. */
-function bindingRefusal(pod: KObject, podName: string, wantUid: string): StatusError | null {
-  const meta = pod.metadata ?? {};
-  const gr = { group: '', resource: 'pods' };
-  if (wantUid && wantUid !== meta.uid) {
-    return conflict(
-      gr,
-      podName,
-      `Precondition failed: UID in precondition: ${wantUid}, UID in object meta: ${str(meta.uid)}`,
-    );
-  }
-  if (meta.deletionTimestamp) {
-    return conflict(gr, podName, `pod ${podName} is being deleted, cannot be assigned to a host`);
-  }
-  const nodeName = str(obj(pod.spec).nodeName);
-  if (nodeName) return conflict(gr, podName, `pod ${podName} is already assigned to node "${nodeName}"`);
-  return null;
-}
-
-/** The pod's status with PodScheduled=True (a new object; `status` is left as it was). */
-function withPodScheduled(status: Record<string, unknown>): Record<string, unknown> {
-  const conditions = arr(status.conditions)
-    .map(obj)
-    .filter((c) => c.type !== 'PodScheduled');
-  conditions.push({
-    type: 'PodScheduled',
-    status: 'True',
-    lastProbeTime: null,
-    lastTransitionTime: nowRfc3339(),
-  });
-  return { ...status, conditions };
-}
-
-/** The Scale subresource's body, decoded like a kind (unknown fields, wrong types). */
-const SCALE_DEF: Pick<KindDef, 'group' | 'version' | 'kind' | 'schema'> = {
-  group: 'autoscaling',
-  version: 'v1',
-  kind: 'Scale',
-  schema: schemas.scale,
-};
-
-function applyPatchOfFormat(format: string, current: KObject, patch: unknown): unknown {
-  switch (format) {
-    case 'merge':
-    case 'apply':
-      if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
-        throw badRequest('a merge patch must be a JSON object');
-      }
-      return mergePatch(current, patch);
-    case 'strategic':
-      return strategicMergePatch(current, patch);
-    case 'jsonpatch':
-      return jsonPatch(current, patch);
-    default:
-      throw badRequest(`unsupported patch type ${format}`);
-  }
-}
-
-function isDryRun(q: Record<string, unknown>): boolean {
-  const v = queryString(q, 'dryRun');
-  if (v === undefined || v === '') return false;
-  if (v !== 'All') throw badRequest(`dryRun: Unsupported value: "${v}": supported values: "All"`);
-  return true;
+/** Which options kind names a write's bad options in its 422 (PUT: UpdateOptions, PATCH: PatchOptions). */
+function optionsKindOf(verb: string): OptionsKind {
+  if (verb === 'patch') return 'PatchOptions';
+  if (verb === 'create') return 'CreateOptions';
+  return 'UpdateOptions';
 }
 
 function encodeContinue(rv: number, start: string): string {

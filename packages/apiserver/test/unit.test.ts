@@ -2,9 +2,10 @@
 // decoding, table text, request parsing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { deployments, replicasets, selectorText } from '../src/kinds/apps.js';
+import { deployments, replicasets } from '../src/kinds/apps.js';
 import { builtinKinds, KindRegistry } from '../src/kinds/index.js';
 import { podStatusText } from '../src/kinds/pods.js';
+import { selectorText } from '../src/model/selectors.js';
 import { sameJson } from '../src/objects.js';
 import { decodeProtobufObject } from '../src/protobuf.js';
 import { parseRequestInfo } from '../src/request.js';

@@ -2,14 +2,12 @@
 // subresource and the columns of `kubectl get rs` / `kubectl get deploy`.
 // Defaulting and validation (selector vs template labels, strategy rules,
 // immutable selector) come from @kubit/api.
-import {
-  defaultDeployment,
-  defaultReplicaSet,
-  type LabelSelector,
-  labelSelectorAsSelector,
-} from '@kubit/api';
+import { defaultDeployment, defaultReplicaSet } from '@kubit/api';
 import { schemas } from '../model/schema.js';
+import { selectorText } from '../model/selectors.js';
 import type { KObject } from '../storage.js';
+import { scaleSubresource } from '../subresources/scale.js';
+import { statusSubresource } from '../subresources/status.js';
 import { age } from '../table.js';
 import { arr, type Column, type KindDef, obj, str } from './types.js';
 
@@ -32,18 +30,6 @@ const TEMPLATE_COLUMNS: Column[] = [
   { name: 'Selector', type: 'string', description: 'Label selector for pods.', priority: 1 },
 ];
 
-/** spec.selector as the label-selector string Kubernetes prints ("app=web,tier in (a,b)"). */
-export function selectorText(o: KObject): string {
-  const sel = obj(o.spec).selector;
-  if (!sel || typeof sel !== 'object') return '';
-  try {
-    return labelSelectorAsSelector(sel as LabelSelector).toString();
-  } catch {
-    // Stored objects were validated; an unparsable selector prints as nothing rather than failing a list.
-    return '';
-  }
-}
-
 function templateCells(o: KObject): string[] {
   const containers = arr(obj(obj(obj(o.spec).template).spec).containers).map(obj);
   return [
@@ -55,6 +41,18 @@ function templateCells(o: KObject): string[] {
 
 const int = (v: unknown): number => (typeof v === 'number' ? v : 0);
 
+/** A spec both kinds accept: one replica of busybox, selected by app=example. */
+const replicatedExample = {
+  spec: {
+    replicas: 1,
+    selector: { matchLabels: { app: 'example' } },
+    template: {
+      metadata: { labels: { app: 'example' } },
+      spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] },
+    },
+  },
+};
+
 /** What ReplicaSets and Deployments share: status kept apart from spec, generation, scale. */
 const scalable = {
   group: 'apps',
@@ -62,8 +60,9 @@ const scalable = {
   namespaced: true,
   categories: ['all'],
   nameRule: 'subdomain' as const,
-  subresources: ['status', 'scale'],
+  subresources: [statusSubresource, scaleSubresource],
   generation: true,
+  example: replicatedExample,
   prepareForUpdate(o: KObject, old: KObject) {
     o.status = old.status;
   },

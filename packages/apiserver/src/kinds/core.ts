@@ -1,8 +1,13 @@
 // The other built-in kinds: namespaces, nodes, configmaps, secrets,
 // serviceaccounts, events (core and events.k8s.io), leases and RBAC.
+import { forbiddenWithMessage } from '@kubit/api';
+import { IMMORTAL_NAMESPACES } from '../admission.js';
 import { normalizeTime } from '../model/names.js';
 import { schemas } from '../model/schema.js';
+import { nowRfc3339 } from '../objects.js';
 import type { KObject } from '../storage.js';
+import { finalizeSubresource } from '../subresources/finalize.js';
+import { statusSubresource } from '../subresources/status.js';
 import { age, humanDuration } from '../table.js';
 import { arr, type KindDef, meta, obj, str } from './types.js';
 
@@ -18,7 +23,34 @@ export const namespaces: KindDef = {
   shortNames: ['ns'],
   schema: schemas.namespace,
   nameRule: 'label',
-  subresources: ['status', 'finalize'],
+  subresources: [statusSubresource, finalizeSubresource],
+  example: {},
+  deletion: {
+    admit(name) {
+      if (IMMORTAL_NAMESPACES.includes(name)) {
+        throw forbiddenWithMessage(
+          { group: '', resource: 'namespaces' },
+          name,
+          'this namespace may not be deleted',
+        );
+      }
+    },
+    // A namespace is not removed by its delete: it turns Terminating, the namespace
+    // controller empties it and then clears spec.finalizers through /finalize.
+    mark(ns, now) {
+      if (meta(ns).deletionTimestamp) return 'unchanged';
+      const marked = structuredClone(ns);
+      const m = meta(marked);
+      m.deletionTimestamp = nowRfc3339(now);
+      m.deletionGracePeriodSeconds = 0;
+      marked.status = { ...obj(marked.status), phase: 'Terminating' };
+      return marked;
+    },
+    stillWaiting: (ns) => arr(obj(ns.spec).finalizers).length > 0,
+    // NamespaceLifecycle reads namespaces from this apiserver's cache: once the client
+    // hears "Terminating", a create in the namespace through this apiserver is refused.
+    waitForCache: true,
+  },
   prepareForCreate(ns) {
     ns.status = { phase: 'Active' };
     ns.spec = { finalizers: ['kubernetes'] };
@@ -83,7 +115,8 @@ export const nodes: KindDef = {
   shortNames: ['no'],
   schema: schemas.node,
   nameRule: 'subdomain',
-  subresources: ['status'],
+  subresources: [statusSubresource],
+  example: {},
   prepareForUpdate(node, old) {
     node.status = old.status;
   },
@@ -141,6 +174,7 @@ export const configmaps: KindDef = {
   schema: schemas.configMap,
   nameRule: 'subdomain',
   subresources: [],
+  example: { data: { greeting: 'hello' } },
   table: {
     columns: [{ name: 'Data', type: 'integer', description: 'Number of data entries', priority: 0 }, AGE],
     cells: (cm, now) => [
@@ -160,6 +194,7 @@ export const secrets: KindDef = {
   schema: schemas.secret,
   nameRule: 'subdomain',
   subresources: [],
+  example: { data: { password: 'aHVudGVyMg==' } },
   defaults(s) {
     s.type ??= 'Opaque';
     // stringData is write-only: it lands base64-encoded in data.
@@ -193,6 +228,7 @@ export const serviceaccounts: KindDef = {
   schema: schemas.serviceAccount,
   nameRule: 'subdomain',
   subresources: [],
+  example: {},
   table: {
     columns: [{ name: 'Secrets', type: 'string', description: 'Number of secrets', priority: 0 }, AGE],
     cells: (sa, now) => [String(arr(sa.secrets).length), age(sa, now)],
@@ -220,6 +256,13 @@ export const events: KindDef = {
   schema: schemas.event,
   nameRule: 'subdomain',
   subresources: [],
+  example: {
+    involvedObject: { kind: 'Pod', name: 'example', apiVersion: 'v1' },
+    reason: 'Example',
+    message: 'an example event',
+    type: 'Normal',
+    source: { component: 'example' },
+  },
   defaults(ev) {
     setTime(ev, 'eventTime', true);
     setTime(ev, 'firstTimestamp', false);
@@ -274,6 +317,15 @@ export const eventsV1: KindDef = {
   shortNames: ['ev'],
   schema: schemas.eventV1,
   storageResource: 'events',
+  example: {
+    eventTime: '2026-01-01T00:00:00.000000Z',
+    reportingController: 'example.com/controller',
+    reportingInstance: 'example-1',
+    action: 'Example',
+    reason: 'Example',
+    type: 'Normal',
+    regarding: { kind: 'Pod', name: 'example', apiVersion: 'v1' },
+  },
   defaults(ev) {
     setTime(ev, 'eventTime', true);
     setTime(ev, 'deprecatedFirstTimestamp', false);
@@ -333,6 +385,7 @@ export const leases: KindDef = {
   schema: schemas.lease,
   nameRule: 'subdomain',
   subresources: [],
+  example: { spec: { holderIdentity: 'example', leaseDurationSeconds: 15 } },
   defaults(l) {
     if (!l.spec) return;
     setTime(obj(l.spec), 'acquireTime', true);
@@ -383,6 +436,12 @@ const rbacBase = {
   subresources: [],
 };
 
+const ruleExample = { rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] }] };
+const bindingExample = {
+  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+  subjects: [{ kind: 'User', name: 'example', apiGroup: 'rbac.authorization.k8s.io' }],
+};
+
 export const roles: KindDef = {
   ...rbacBase,
   kind: 'Role',
@@ -390,6 +449,7 @@ export const roles: KindDef = {
   singular: 'role',
   namespaced: true,
   schema: schemas.role,
+  example: ruleExample,
   table: { columns: [CREATED_AT], cells: (o) => [str(meta(o).creationTimestamp)] },
 };
 
@@ -400,6 +460,7 @@ export const clusterroles: KindDef = {
   singular: 'clusterrole',
   namespaced: false,
   schema: schemas.role,
+  example: ruleExample,
   table: { columns: [CREATED_AT], cells: (o) => [str(meta(o).creationTimestamp)] },
 };
 
@@ -410,6 +471,7 @@ export const rolebindings: KindDef = {
   singular: 'rolebinding',
   namespaced: true,
   schema: schemas.roleBinding,
+  example: bindingExample,
   table: bindingTable,
 };
 
@@ -420,5 +482,6 @@ export const clusterrolebindings: KindDef = {
   singular: 'clusterrolebinding',
   namespaced: false,
   schema: schemas.roleBinding,
+  example: bindingExample,
   table: bindingTable,
 };

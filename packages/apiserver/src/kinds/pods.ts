@@ -8,6 +8,10 @@ import {
 } from '@kubit/api';
 import { schemas } from '../model/schema.js';
 import type { KObject } from '../storage.js';
+import { bindingSubresource } from '../subresources/binding.js';
+import { evictionSubresource } from '../subresources/eviction.js';
+import { logSubresource } from '../subresources/log.js';
+import { statusSubresource } from '../subresources/status.js';
 import { age } from '../table.js';
 import { arr, type KindDef, meta, type Obj, obj, str } from './types.js';
 
@@ -136,8 +140,20 @@ export const pods: KindDef = {
   categories: ['all'],
   schema: schemas.pod,
   nameRule: 'subdomain',
-  subresources: ['status', 'binding', 'log'],
+  subresources: [statusSubresource, bindingSubresource, logSubresource, evictionSubresource],
   generation: true,
+  example: { spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] } },
+  deletion: {
+    gracePeriodSeconds(pod, requested) {
+      const spec = obj(pod.spec);
+      const phase = str(obj(pod.status).phase);
+      // Nothing runs an unbound or finished pod: there is nothing to wait for.
+      if (!str(spec.nodeName) || phase === 'Succeeded' || phase === 'Failed') return 0;
+      return requested ?? Number(spec.terminationGracePeriodSeconds ?? 30);
+    },
+    // A pod marked with a grace period is removed by its kubelet (a delete with grace 0).
+    stillWaiting: (pod) => Number(meta(pod).deletionGracePeriodSeconds ?? 0) > 0,
+  },
   defaults: defaultPod,
   prepareForCreate(pod) {
     pod.status = { phase: 'Pending', qosClass: qosClass(pod) };

@@ -1,9 +1,15 @@
 // The declarative description of a kind: everything the generic REST handlers
 // need to serve it. Adding a kind (e.g. apps/v1 ReplicaSet) means writing one
-// of these and adding it to the registry.
+// of these and adding it to the registry; what only that kind does (its delete
+// strategy, its subresources) are hooks on it, never a test of its name in the
+// generic code.
+import type { ServerResponse } from 'node:http';
 import type { FieldError } from '@kubit/api';
+import type { KubeletClientTls } from '../logs.js';
 import type { NameRule } from '../model/names.js';
 import type { Schema } from '../model/schema.js';
+import type { ResourceRequest } from '../request.js';
+import type { Ctx, Rest, Result } from '../rest.js';
 import type { KObject } from '../storage.js';
 
 export interface Column {
@@ -36,8 +42,15 @@ export interface KindDef {
   categories?: string[];
   schema: Schema;
   nameRule: NameRule;
-  /** Subresources served: "status", "binding", "log". */
-  subresources: string[];
+  /** Subresources served (status, scale, binding, log, ...), each with its own verbs and handler. */
+  subresources: SubresourceDef[];
+  /** What a delete does to this kind beyond the generic finalizers and propagation policy. */
+  deletion?: DeleteStrategy;
+  /**
+   * A minimal valid object of this kind (no name, no namespace), so that tests can
+   * write every kind the registry holds, a kind added later included.
+   */
+  example: KObject;
   /** Key segment under /registry (defaults to `resource`); kinds sharing storage share it. */
   storageResource?: string;
   /** Whether metadata.generation counts spec changes. */
@@ -60,6 +73,58 @@ export interface KindDef {
   /** Converting from the stored form to this version and back, for kinds sharing storage. */
   fromStorage?(obj: KObject): KObject;
   toStorage?(obj: KObject): KObject;
+}
+
+/** A request to one subresource, as its handler gets it. */
+export interface SubresourceRequest {
+  rest: Rest;
+  /** The parent kind (pods for pods/binding). */
+  def: KindDef;
+  ri: ResourceRequest;
+  ctx: Ctx;
+  /** The raw exchange, for subresources that stream their answer themselves (log). */
+  raw: RawExchange;
+  /** The apiserver's client certificate for kubelets (pods/log is proxied to the pod's kubelet). */
+  kubeletTls: KubeletClientTls;
+}
+
+export interface RawExchange {
+  /** Takes over the response: the handler writes status, headers and body itself. */
+  hijack(): ServerResponse;
+  onClose(fn: () => void): void;
+}
+
+export interface SubresourceDef {
+  /** The URL segment: pods/<name>/<name here>. */
+  name: string;
+  /** The verbs served, as discovery lists them. */
+  verbs: readonly string[];
+  /** The kind its bodies carry when it is not the parent's (Scale, Binding, Eviction). */
+  kind?: { group: string; version: string; kind: string };
+  /** Serves one request; undefined when the handler answered on the raw response itself. */
+  serve(verb: string, req: SubresourceRequest): Promise<Result | undefined>;
+  /**
+   * A valid body for one of its write verbs, made from the stored parent: the dry-run
+   * test writes through every subresource of every kind with it.
+   */
+  exampleBody?(verb: string, parent: KObject): { body: unknown; contentType?: string } | undefined;
+}
+
+/** A kind's own delete semantics; the generic delete handles finalizers and propagation. */
+export interface DeleteStrategy {
+  /** Refuses a delete outright (a namespace that must always exist). */
+  admit?(name: string): void;
+  /** Marks the object its own way instead of the generic plan (a namespace turns Terminating). */
+  mark?(o: KObject, now: number): KObject | 'unchanged';
+  /** Seconds the object stays after a delete before it is removed (a pod's grace period). */
+  gracePeriodSeconds?(o: KObject, requested: number | undefined): number;
+  /**
+   * Whether an object being deleted whose finalizers are all gone must still be kept
+   * (a pod until its kubelet confirms, a namespace until its own spec.finalizers are gone).
+   */
+  stillWaiting?(o: KObject): boolean;
+  /** The delete's answer waits until this apiserver's watch cache has seen the mark. */
+  waitForCache?: boolean;
 }
 
 export const groupVersion = (k: { group: string; version: string }): string =>

@@ -4,6 +4,7 @@ import {
   applyJsonPatch,
   applyMergePatch,
   applyStrategicMergePatch,
+  badRequest,
   PatchError,
   patchSchemaFor,
 } from '@kubit/api';
@@ -32,4 +33,22 @@ export function strategicMergePatch(target: unknown, patch: unknown): unknown {
   const t = (target ?? {}) as { apiVersion?: unknown; kind?: unknown };
   const schema = patchSchemaFor(String(t.apiVersion ?? ''), String(t.kind ?? ''));
   return statusOnError(() => applyStrategicMergePatch(target, patch, schema));
+}
+
+/** Applies a patch of one of the formats request.ts names (merge, apply, strategic, jsonpatch). */
+export function applyPatchOfFormat(format: string, current: unknown, patch: unknown): unknown {
+  switch (format) {
+    case 'merge':
+    case 'apply':
+      if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
+        throw badRequest('a merge patch must be a JSON object');
+      }
+      return mergePatch(current, patch);
+    case 'strategic':
+      return strategicMergePatch(current, patch);
+    case 'jsonpatch':
+      return jsonPatch(current, patch);
+    default:
+      throw badRequest(`unsupported patch type ${format}`);
+  }
 }

@@ -270,6 +270,16 @@ const deploymentSpec = S.obj({
   progressDeadlineSeconds: S.int,
 });
 
+const deleteOptions = S.obj({
+  apiVersion: S.str,
+  kind: S.str,
+  gracePeriodSeconds: S.int,
+  preconditions: S.obj({ uid: S.str, resourceVersion: S.str }),
+  orphanDependents: S.bool,
+  propagationPolicy: S.str,
+  dryRun: strList,
+});
+
 export const schemas = {
   pod: S.obj({ ...typeMeta, spec: podSpec, status: S.obj({}, true) }),
   podTemplateSpec,
@@ -379,15 +389,9 @@ export const schemas = {
       fieldPath: S.str,
     }),
   }),
-  deleteOptions: S.obj({
-    apiVersion: S.str,
-    kind: S.str,
-    gracePeriodSeconds: S.int,
-    preconditions: S.obj({ uid: S.str, resourceVersion: S.str }),
-    orphanDependents: S.bool,
-    propagationPolicy: S.str,
-    dryRun: strList,
-  }),
+  deleteOptions,
+  /** policy/v1 Eviction, the body of pods/<name>/eviction. */
+  eviction: S.obj({ ...typeMeta, deleteOptions }),
   selfSubjectAccessReview: S.obj({
     ...typeMeta,
     spec: S.obj({

@@ -4,11 +4,14 @@ import {
   badRequest,
   type FieldSelector,
   FieldSelectorParseError,
+  type LabelSelector,
   LabelSelectorParseError,
+  labelSelectorAsSelector,
   parseFieldSelector as parseFields,
   parseLabelSelector as parseLabels,
   type Selector,
 } from '@kubit/api';
+import type { KObject } from '../storage.js';
 
 export type { FieldSelector, Selector };
 
@@ -28,5 +31,18 @@ export function parseFieldSelector(text: string): FieldSelector {
   } catch (err) {
     if (err instanceof FieldSelectorParseError) throw badRequest(err.message);
     throw err;
+  }
+}
+
+/** spec.selector as the label-selector string Kubernetes prints ("app=web,tier in (a,b)"). */
+export function selectorText(o: KObject): string {
+  const spec = o.spec;
+  const sel = spec && typeof spec === 'object' ? (spec as Record<string, unknown>).selector : undefined;
+  if (!sel || typeof sel !== 'object') return '';
+  try {
+    return labelSelectorAsSelector(sel as LabelSelector).toString();
+  } catch {
+    // Stored objects were validated; an unparsable selector prints as nothing rather than failing a list.
+    return '';
   }
 }
