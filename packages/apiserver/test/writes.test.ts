@@ -266,6 +266,80 @@ describe('finalizers and collections', () => {
       ['dc3'],
     );
   });
+
+  it('deletecollection takes a field selector, and refuses a field it cannot select on', async () => {
+    for (const n of ['fs1', 'fs2']) await api.post(`${NS}/configmaps`, { metadata: { name: n } });
+    const r = await api.del(`${NS}/configmaps?fieldSelector=metadata.name%3Dfs1`);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(
+      r.body.items.map((i: { metadata: { name: string } }) => i.metadata.name),
+      ['fs1'],
+    );
+    assert.equal((await api.get(`${NS}/configmaps/fs1`)).status, 404);
+    assert.equal((await api.get(`${NS}/configmaps/fs2`)).status, 200);
+    const bad = await api.del(`${NS}/configmaps?fieldSelector=data.x%3Dy`);
+    assert.equal(bad.status, 400, bad.text);
+    assert.equal((await api.get(`${NS}/configmaps/fs2`)).status, 200);
+  });
+});
+
+describe('DeleteOptions, as Kubernetes reads them', () => {
+  it('a body is the whole of the options; without one the query is read', async () => {
+    const pods = `${NS}/pods`;
+    await api.post(pods, { ...pod('opt-body'), spec: { ...pod('x').spec, nodeName: 'n1' } });
+    // With a body, the query's gracePeriodSeconds is not looked at.
+    const byBody = await api.req('DELETE', `${pods}/opt-body?gracePeriodSeconds=3`, {
+      gracePeriodSeconds: 9,
+    });
+    assert.equal(byBody.status, 200, byBody.text);
+    assert.equal(byBody.body.metadata.deletionGracePeriodSeconds, 9);
+    const byQuery = await api.req('DELETE', `${pods}/opt-body?gracePeriodSeconds=4`);
+    assert.equal(byQuery.body.metadata.deletionGracePeriodSeconds, 4);
+    // A later delete may shorten the grace period, never lengthen it.
+    const longer = await api.del(`${pods}/opt-body`, { gracePeriodSeconds: 60 });
+    assert.equal(longer.body.metadata.deletionGracePeriodSeconds, 4);
+  });
+
+  it('a negative grace period means one second; orphanDependents=false answers 202', async () => {
+    const pods = `${NS}/pods`;
+    await api.post(pods, { ...pod('opt-neg'), spec: { ...pod('x').spec, nodeName: 'n1' } });
+    const neg = await api.del(`${pods}/opt-neg`, { gracePeriodSeconds: -5, orphanDependents: false });
+    assert.equal(neg.status, 202, neg.text);
+    assert.equal(neg.body.metadata.deletionGracePeriodSeconds, 1);
+  });
+
+  it('orphanDependents with propagationPolicy, or an unknown dryRun, is a 422 naming the field', async () => {
+    await api.post(`${NS}/configmaps`, { metadata: { name: 'opt-cm' } });
+    const both = await api.del(`${NS}/configmaps/opt-cm`, {
+      orphanDependents: true,
+      propagationPolicy: 'Background',
+    });
+    assert.equal(both.status, 422, both.text);
+    assert.equal(both.body.details.causes[0].field, 'propagationPolicy');
+    assert.match(both.body.message, /orphanDependents and deletionPropagation cannot be both set/);
+    const dry = await api.del(`${NS}/configmaps/opt-cm`, { dryRun: ['Everything'] });
+    assert.equal(dry.status, 422, dry.text);
+    assert.equal(dry.body.details.kind, 'DeleteOptions');
+    assert.equal(dry.body.details.causes[0].field, 'dryRun');
+    assert.equal((await api.get(`${NS}/configmaps/opt-cm`)).status, 200);
+  });
+
+  it('Orphan and Foreground add their finalizers; a resourceVersion precondition is checked', async () => {
+    const cm = (await api.post(`${NS}/configmaps`, { metadata: { name: 'opt-fg' } })).body;
+    const stale = await api.del(`${NS}/configmaps/opt-fg`, { preconditions: { resourceVersion: '1' } });
+    assert.equal(stale.status, 409, stale.text);
+    assert.match(stale.body.message, /Precondition failed: ResourceVersion in precondition: 1/);
+    const fg = await api.del(`${NS}/configmaps/opt-fg`, {
+      propagationPolicy: 'Foreground',
+      preconditions: { uid: cm.metadata.uid, resourceVersion: cm.metadata.resourceVersion },
+    });
+    assert.equal(fg.status, 200, fg.text);
+    assert.deepEqual(fg.body.metadata.finalizers, ['foregroundDeletion']);
+    assert.ok(fg.body.metadata.deletionTimestamp);
+    await api.post(`${NS}/configmaps`, { metadata: { name: 'opt-orphan' } });
+    const orphan = await api.req('DELETE', `${NS}/configmaps/opt-orphan?propagationPolicy=Orphan`);
+    assert.deepEqual(orphan.body.metadata.finalizers, ['orphan']);
+  });
 });
 
 describe('NamespaceLifecycle', () => {
