@@ -11,7 +11,6 @@ import { ENVELOPE, messageFor, schema } from './protobuf/schema.js';
 import { messageToJson } from './protobuf/to-json.js';
 import { checkMessage, ProtobufRefusal } from './protobuf/wire-check.js';
 
-export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]); // "k8s\0"
 
 /** Parses the schema (once); the apiserver calls it at start. */
@@ -29,7 +28,7 @@ function decodeChecked(bytes: Uint8Array, type: protobuf.Type, what: string): Re
     checkMessage(bytes, type);
     return type.decode(bytes) as unknown as Record<string, unknown>;
   } catch (err) {
-    if (err instanceof ProtobufRefusal) throw refuse(what, err.message);
+    // A ProtobufRefusal from the walk, or protobufjs's own error should the walk have missed one.
     throw refuse(what, (err as Error).message);
   }
 }
