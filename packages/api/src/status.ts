@@ -238,6 +238,11 @@ export function unsupportedMediaType(accepted: readonly string[]): StatusError {
   );
 }
 
+/** 415 too: a body in a media type the server takes that it cannot decode fully (it would lose fields). */
+export function undecodableBody(message: string): StatusError {
+  return failure(415, 'UnsupportedMediaType', message);
+}
+
 export function notAcceptable(accepted: readonly string[]): StatusError {
   return failure(406, 'NotAcceptable', `only the following media types are accepted: ${accepted.join(', ')}`);
 }

@@ -13,7 +13,6 @@ import type { UserInfo } from './authn.js';
 import type { Attributes, Authorizer, RbacAuthorizer } from './authz.js';
 import { obj, str } from './kinds/types.js';
 import { conform, schemas } from './model/schema.js';
-import { decodeAccessReview, PROTOBUF_MEDIA_TYPE } from './protobuf.js';
 import { BODY_MEDIA_TYPES, bodyFormat, parseBody, type ResourceRequest } from './request.js';
 import type { Ctx, Result } from './rest.js';
 
@@ -32,10 +31,8 @@ export function serveAccessReview(
   if (!kind || info.name || info.subresource) throw notFoundPath();
   if (info.verb !== 'create')
     throw methodNotSupported({ group: info.group, resource: info.resource }, info.verb);
-  const isProto = (ctx.contentType ?? '').split(';')[0].trim() === PROTOBUF_MEDIA_TYPE;
-  const raw = isProto
-    ? decodeAccessReview(ctx.body ?? Buffer.alloc(0))
-    : parseBody(ctx.body, bodyFormat(ctx.contentType, BODY_MEDIA_TYPES));
+  // JSON, YAML or protobuf (`kubectl auth can-i` sends protobuf) through the one body parser.
+  const raw = parseBody(ctx.body, bodyFormat(ctx.contentType, BODY_MEDIA_TYPES), kind);
   const probs = { unknown: [] as string[], types: [] as string[] };
   const review = conform(
     raw,

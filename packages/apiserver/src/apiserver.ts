@@ -8,6 +8,7 @@ import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
 import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from './authz.js';
 import { bootstrap } from './bootstrap.js';
 import { builtinKinds, KindRegistry } from './kinds/index.js';
+import { loadProtobufSchema } from './protobuf.js';
 import { createServer } from './server.js';
 import { StoreStartup, withTimeout } from './startup.js';
 import { Store } from './storage.js';
@@ -72,6 +73,12 @@ export async function startApiServer(
     if (!['Node', 'RBAC', 'AlwaysAllow'].includes(mode)) {
       throw new StartupError(`--authorization-mode: unknown mode "${mode}" (known: Node, RBAC, AlwaysAllow)`);
     }
+  }
+  // Read the protobuf schema now: a missing or broken proto/ fails the start, not a request.
+  try {
+    loadProtobufSchema();
+  } catch (err) {
+    throw new StartupError(`protobuf schema: ${(err as Error).message}`);
   }
   const kubeletTls = {
     cert: readFile(opts.kubeletClientCertificate, '--kubelet-client-certificate'),

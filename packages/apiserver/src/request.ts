@@ -137,7 +137,7 @@ export function bodyFormat(contentType: string | undefined, allowed: readonly st
   return f;
 }
 
-/** Parses a body as JSON, YAML or protobuf; malformed input is a 400 naming the problem. */
+/** Parses a body as JSON, YAML or protobuf; malformed input is a 400 naming the problem (protobuf not decoded fully: 415). */
 export function parseBody(raw: Buffer | undefined, format: BodyFormat, kind = ''): unknown {
   if (format === 'protobuf') {
     if (!raw || raw.length === 0) throw badRequest('the request body is empty');

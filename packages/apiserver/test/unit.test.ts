@@ -1,5 +1,5 @@
-// Unit tests of logic that needs no processes: watch fan-out bounds, protobuf
-// decoding, table text, request parsing.
+// Unit tests of logic that needs no processes: watch fan-out bounds, table
+// text, request parsing (protobuf decoding: protobuf.test.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { deployments, replicasets } from '../src/kinds/apps.js';
@@ -7,26 +7,11 @@ import { builtinKinds, KindRegistry } from '../src/kinds/index.js';
 import { podStatusText } from '../src/kinds/pods.js';
 import { selectorText } from '../src/model/selectors.js';
 import { sameJson } from '../src/objects.js';
-import { decodeProtobufObject } from '../src/protobuf.js';
 import { parseRequestInfo } from '../src/request.js';
 import { humanDuration } from '../src/table.js';
 import { Subscription, type WatchCache } from '../src/watchcache.js';
 
 const kinds = new KindRegistry(builtinKinds());
-
-function varint(n: number): number[] {
-  const out: number[] = [];
-  while (n > 127) {
-    out.push((n & 0x7f) | 0x80);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-  return out;
-}
-function field(num: number, bytes: Buffer | string): Buffer {
-  const b = typeof bytes === 'string' ? Buffer.from(bytes) : bytes;
-  return Buffer.concat([Buffer.from([...varint(num * 8 + 2), ...varint(b.length)]), b]);
-}
 
 describe('watch subscription', () => {
   it('closes a watcher whose queue overflows instead of buffering without bound', () => {
@@ -59,66 +44,6 @@ describe('watch subscription', () => {
         ['ADDED', 'MODIFIED', 'DELETED'],
       ),
     );
-  });
-});
-
-describe('protobuf', () => {
-  it('decodes a ConfigMap in the k8s envelope', () => {
-    const label = Buffer.concat([field(1, 'app'), field(2, 'web')]);
-    const meta = Buffer.concat([field(1, 'cm'), field(3, 'default'), field(11, label)]);
-    const entry = Buffer.concat([field(1, 'k'), field(2, 'v')]);
-    const cm = Buffer.concat([field(1, meta), field(2, entry)]);
-    const typeMeta = Buffer.concat([field(1, 'v1'), field(2, 'ConfigMap')]);
-    const body = Buffer.concat([Buffer.from('k8s\0', 'binary'), field(1, typeMeta), field(2, cm)]);
-    assert.deepEqual(decodeProtobufObject(body, 'ConfigMap'), {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: 'cm', namespace: 'default', labels: { app: 'web' } },
-      data: { k: 'v' },
-    });
-  });
-
-  it('decodes a Deployment: zeros of plain fields dropped as JSON drops them, set pointers kept', () => {
-    const scalar = (n: number, v: number) => Buffer.from([...varint(n * 8), ...varint(v)]);
-    const port = Buffer.concat([scalar(2, 0), scalar(3, 80)]); // hostPort 0, containerPort 80
-    const container = Buffer.concat([field(1, 'web'), field(2, 'nginx'), field(6, port), scalar(16, 0)]);
-    const podSpec = Buffer.concat([field(2, container), scalar(11, 0)]); // hostNetwork false
-    const labels = Buffer.concat([field(1, 'app'), field(2, 'web')]);
-    const templateMeta = Buffer.concat([field(11, labels), scalar(7, 0)]); // generation 0
-    const template = Buffer.concat([field(1, templateMeta), field(2, podSpec)]);
-    const selector = field(1, labels);
-    const spec = Buffer.concat([
-      scalar(1, 0), // replicas: an explicit 0 (a pointer)
-      field(2, selector),
-      field(3, template),
-      scalar(5, 0), // minReadySeconds 0 (plain)
-      scalar(7, 0), // paused false (plain)
-    ]);
-    const d = Buffer.concat([field(1, field(1, 'web')), field(2, spec)]);
-    const typeMeta = Buffer.concat([field(1, 'apps/v1'), field(2, 'Deployment')]);
-    const body = Buffer.concat([Buffer.from('k8s\0', 'binary'), field(1, typeMeta), field(2, d)]);
-    assert.deepEqual(decodeProtobufObject(body, 'Deployment'), {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'web' },
-      spec: {
-        replicas: 0,
-        selector: { matchLabels: { app: 'web' } },
-        template: {
-          metadata: { labels: { app: 'web' } },
-          spec: { containers: [{ name: 'web', image: 'nginx', ports: [{ containerPort: 80 }] }] },
-        },
-      },
-    });
-  });
-
-  it('rejects garbage with a 400', () => {
-    for (const b of [Buffer.from('nope'), Buffer.from('k8s\0\xff\xff\xff', 'binary')]) {
-      assert.throws(
-        () => decodeProtobufObject(b, 'ConfigMap'),
-        (e: { code?: number }) => e.code === 400,
-      );
-    }
   });
 });
 
