@@ -6,11 +6,13 @@ import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { ContainerRuntime } from '../runtime/types.js';
 import { Backoff, type BackoffConfig, DEFAULT_BACKOFF } from './backoff.js';
 import { MANAGED_LABEL, POD_UID_LABEL } from './labels.js';
+import { runtimeSignature } from './observed.js';
 import { podRequests } from './resources.js';
 import type { EventSink, ObjectSource, PodStatusSink } from './sinks.js';
 import type { Tracer } from './trace.js';
 import { VolumeManager } from './volumes.js';
-import { PodWorker, runtimeSignature, type WorkerContext } from './worker.js';
+import { PodWorker } from './worker.js';
+import type { WorkerContext } from './worker-context.js';
 
 export interface PodManagerOptions {
   runtime: ContainerRuntime;
