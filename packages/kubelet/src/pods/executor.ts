@@ -160,7 +160,8 @@ export class PodExecutor {
       obs.instances = new Map();
       obs.sandbox = sandbox;
     }
-    if (!sandbox) throw new Error('no sandbox to run the containers in'); // the planner always has one
+    // A run plan has a ready sandbox or creates one; this only guards against a planner bug.
+    if (!sandbox) throw new Error('no sandbox to run the containers in');
     this.podIP = sandbox.network.ip || (this.pod.spec?.hostNetwork ? this.ctx.hostIP : '');
     for (const id of plan.sandboxesToRemove) {
       await runtime.stopPodSandbox(id).catch(this.failed(`StopPodSandbox ${id} (stale)`));
