@@ -1,11 +1,13 @@
 // Small pieces of the pod logic on their own: backoff, cgroup resources, env expansion, status.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { Logger } from '@kubit/daemon';
 import { Backoff, DEFAULT_BACKOFF } from '../src/pods/backoff.js';
 import { expandReferences } from '../src/pods/env.js';
+import { logFailure } from '../src/pods/failures.js';
 import { linuxResources, podRequests } from '../src/pods/resources.js';
 import { computePodStatus } from '../src/pods/status.js';
-import type { ContainerStatus } from '../src/runtime/types.js';
+import { type ContainerStatus, NOT_FOUND, RuntimeError } from '../src/runtime/types.js';
 import { makePod } from './helpers.js';
 
 test("the default backoff is Kubernetes': 10 s doubling to 5 min, reset after 10 min", () => {
@@ -132,4 +134,34 @@ test('status: a waiting reason with the last termination, restart counts, phase 
     running.conditions?.find((x) => x.type === 'PodScheduled')?.lastTransitionTime,
     s.conditions?.find((x) => x.type === 'PodScheduled')?.lastTransitionTime,
   );
+});
+
+test('a failed best-effort call is logged with its pod, call and error; NotFound (gone already) only at debug', async () => {
+  const lines: { level: string; fields: unknown; msg: string }[] = [];
+  const record = (level: string) => (fields: unknown, msg: string) => lines.push({ level, fields, msg });
+  const log = { warn: record('warn'), debug: record('debug') } as unknown as Logger;
+  const what = { pod: 'default/web', call: 'StopContainer c-1' };
+  assert.equal(
+    await Promise.reject(new RuntimeError('deadline exceeded', 4)).catch(logFailure(log, what)),
+    undefined,
+  );
+  await Promise.reject(new RuntimeError('no such container', NOT_FOUND)).catch(logFailure(log, what));
+  await Promise.reject(new Error('not there yet')).catch(logFailure(log, { ...what, level: 'debug' }));
+  assert.deepEqual(lines, [
+    {
+      level: 'warn',
+      fields: { pod: 'default/web', call: 'StopContainer c-1', err: 'deadline exceeded' },
+      msg: 'StopContainer c-1 failed',
+    },
+    {
+      level: 'debug',
+      fields: { pod: 'default/web', call: 'StopContainer c-1', err: 'no such container' },
+      msg: 'StopContainer c-1 failed',
+    },
+    {
+      level: 'debug',
+      fields: { pod: 'default/web', call: 'StopContainer c-1', err: 'not there yet' },
+      msg: 'StopContainer c-1 failed',
+    },
+  ]);
 });

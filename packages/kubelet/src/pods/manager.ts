@@ -5,12 +5,15 @@ import { createLogger, type Logger } from '@kubit/daemon';
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import type { ContainerRuntime } from '../runtime/types.js';
 import { Backoff, type BackoffConfig, DEFAULT_BACKOFF } from './backoff.js';
+import { logFailure } from './failures.js';
 import { MANAGED_LABEL, POD_UID_LABEL } from './labels.js';
+import { runtimeSignature } from './observed.js';
 import { podRequests } from './resources.js';
 import type { EventSink, ObjectSource, PodStatusSink } from './sinks.js';
 import type { Tracer } from './trace.js';
 import { VolumeManager } from './volumes.js';
-import { PodWorker, runtimeSignature, type WorkerContext } from './worker.js';
+import { PodWorker } from './worker.js';
+import type { WorkerContext } from './worker-context.js';
 
 export interface PodManagerOptions {
   runtime: ContainerRuntime;
@@ -52,7 +55,7 @@ export class PodManager {
     this.ctx = {
       runtime: opts.runtime,
       runtimeName: 'containerd',
-      volumes: new VolumeManager(opts.rootDir, opts.objects),
+      volumes: new VolumeManager(opts.rootDir, opts.objects, log),
       objects: opts.objects,
       statusSink: opts.statusSink,
       events: opts.events,
@@ -107,7 +110,8 @@ export class PodManager {
     }
     this.ctx.trace?.(uid, 'watch-delivered');
     // Only this kubelet creates sandboxes for its pods, and the node-wide relist at
-    // start-up saw what earlier ones left: a pod in no relist since has nothing yet.
+    // start-up saw whatever an earlier kubelet left behind. So a pod that no relist
+    // has seen since has nothing in the runtime yet, and its worker need not look.
     const knownEmpty = this.relisted && !this.inRuntime.has(uid);
     const worker = new PodWorker(pod, this.ctx, { knownEmpty });
     this.workers.set(uid, worker);
@@ -230,8 +234,9 @@ export class PodManager {
         const last = this.lastSeen.get(uid);
         if (resyncAll) worker.trigger();
         else if (last !== sig) {
-          // A worker in the middle of a sync sees its own changes: look again at the next
-          // relist (the signature stays unrecorded) rather than making it sync twice.
+          // A worker in the middle of a sync will see these changes itself (most are its
+          // own). Leave the new signature unrecorded, so the next relist compares again,
+          // rather than making the worker sync twice.
           if (worker.isBusy) {
             if (last !== undefined) current.set(uid, last);
             continue;
@@ -244,18 +249,17 @@ export class PodManager {
       for (const sb of sandboxes) {
         const uid = sb.labels[POD_UID_LABEL];
         if (!uid || this.workers.has(uid)) continue;
-        this.ctx.log.info(
-          { sandbox: sb.id, pod: `${sb.metadata.namespace}/${sb.metadata.name}` },
-          'removing orphaned sandbox',
-        );
+        const pod = `${sb.metadata.namespace}/${sb.metadata.name}`;
+        this.ctx.log.info({ sandbox: sb.id, pod }, 'removing orphaned sandbox');
+        const failed = (call: string) => logFailure(this.ctx.log, { pod, call: `${call} (orphan clean-up)` });
         const containers = await this.opts.runtime.listContainers({ podSandboxId: sb.id });
         await Promise.all(
           containers
             .filter((c) => c.state === 'CONTAINER_RUNNING')
-            .map((c) => this.opts.runtime.stopContainer(c.id, 2).catch(() => {})),
+            .map((c) => this.opts.runtime.stopContainer(c.id, 2).catch(failed(`StopContainer ${c.id}`))),
         );
-        await this.opts.runtime.stopPodSandbox(sb.id).catch(() => {});
-        await this.opts.runtime.removePodSandbox(sb.id).catch(() => {});
+        await this.opts.runtime.stopPodSandbox(sb.id).catch(failed(`StopPodSandbox ${sb.id}`));
+        await this.opts.runtime.removePodSandbox(sb.id).catch(failed(`RemovePodSandbox ${sb.id}`));
       }
       for (const uid of await this.ctx.volumes.knownPodUids()) {
         if (!this.workers.has(uid)) await this.ctx.volumes.tearDown(uid);

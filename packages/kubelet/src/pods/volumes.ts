@@ -9,6 +9,7 @@ import { chmod, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize } from 'node:path';
 import { promisify } from 'node:util';
 import { toNumber } from '@kubit/api';
+import { createLogger, type Logger } from '@kubit/daemon';
 import type {
   ConfigMapProjection,
   DownwardAPIVolumeFile,
@@ -18,6 +19,7 @@ import type {
   Volume,
 } from 'kubernetes-types/core/v1.js';
 import { ContainerConfigError, fieldValue, resourceValue } from './env.js';
+import { logFailure } from './failures.js';
 import type { ObjectSource } from './sinks.js';
 
 const run = promisify(execFile);
@@ -141,6 +143,7 @@ export class VolumeManager {
     /** The kubelet's --root-dir; pod volumes live under pods/<uid>/volumes. */
     private readonly rootDir: string,
     private readonly objects: ObjectSource,
+    private readonly log: Logger = createLogger({ name: 'kubit-kubelet', level: 'silent' }),
   ) {}
 
   podDir(uid: string): string {
@@ -281,7 +284,13 @@ export class VolumeManager {
       .map((l) => l.split(' ')[4])
       .filter((m): m is string => typeof m === 'string' && m.startsWith(`${dir}/`))
       .sort((a, b) => b.length - a.length);
-    for (const m of mounts) await run('umount', [m]).catch(() => run('umount', ['-l', m]).catch(() => {}));
+    for (const m of mounts) {
+      // A mount that is still busy is detached lazily (umount -l); if that fails too, it is logged
+      // and the directory is removed all the same.
+      await run('umount', [m])
+        .catch(() => run('umount', ['-l', m]))
+        .catch(logFailure(this.log, { pod: `uid ${uid}`, call: `umount -l ${m}` }));
+    }
     await rm(dir, { recursive: true, force: true });
   }
 
