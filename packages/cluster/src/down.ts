@@ -4,6 +4,12 @@
 // apiserver and the store. `--purge` also removes the state.
 import { rm } from 'node:fs/promises';
 import {
+  killStrayShims,
+  removeAllSandboxes,
+  removeCniNetwork,
+  unmountUnder,
+} from '@kubit/kubelet/node-teardown';
+import {
   apiserverCommand,
   type Command,
   containerdCommand,
@@ -16,7 +22,6 @@ import {
 } from './commands.js';
 import { clusterPorts, readSettings } from './config.js';
 import { clusterLayout } from './layout.js';
-import { killStrayShims, removeAllSandboxes, removeNodeNetwork, unmountNode } from './node-cleanup.js';
 import { runningPid, stopByPidFile } from './supervisor.js';
 
 export interface DownOptions {
@@ -54,17 +59,17 @@ export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
       const cmd = containerdCommand(node);
       if (runningPid(layout.pidFile(cmd.name), layout.stateDir, cmd.command) !== undefined) {
         // Through CRI while containerd still runs, so CNI releases each pod's address.
-        const n = await removeAllSandboxes(node, runner.repoRoot).catch((err: Error) => {
+        const n = await removeAllSandboxes(node.socket).catch((err: Error) => {
           opts.say(`${node.name}: could not remove pod sandboxes through CRI: ${err.message}`);
           return 0;
         });
         if (n > 0) opts.say(`${node.name}: removed ${n} pod sandbox(es)`);
       }
       await stop(cmd);
-      const shims = killStrayShims(node);
+      const shims = killStrayShims(node.socket);
       if (shims > 0) opts.say(`${node.name}: killed ${shims} leftover containerd shim(s)`);
-      await unmountNode(node);
-      if (opts.purge) await removeNodeNetwork(node);
+      await unmountUnder(node.dir);
+      if (opts.purge) await removeCniNetwork(node.bridge, node.networkName);
     }),
   );
   await stop(apiserverCommand(layout, ports, runner));
