@@ -1,8 +1,8 @@
 // Small facts about objects shared by the controllers: controller refs, pod
 // readiness and availability, time stamps.
-import type { KObject, OwnerReference, Pod } from './types.js';
+import type { KubeObject, OwnerReference, Pod } from './types.js';
 
-export function controllerOf(o: KObject): OwnerReference | undefined {
+export function controllerOf(o: KubeObject): OwnerReference | undefined {
   return o.metadata?.ownerReferences?.find((r) => r.controller === true);
 }
 
