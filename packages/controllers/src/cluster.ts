@@ -1,6 +1,6 @@
 // The port every controller talks through: the verbs of the Kubernetes REST API
 // the controllers need. The daemon implements it over @kubit/client; unit tests
-// use the in-memory FakeCluster.
+// use the in-memory FakeCluster (@kubit/controllers/testing).
 import type { ResourceRef } from '@kubit/client';
 import type { DeleteOptions, KubeObject } from './types.js';
 

@@ -11,8 +11,8 @@ import {
   rollbackTemplate,
 } from '../src/deployment/util.js';
 import { RecordingEvents } from '../src/events.js';
-import { FakeCluster } from '../src/fake-cluster.js';
 import { ReplicaSetController } from '../src/replicaset.js';
+import { FakeCluster } from '../src/testing.js';
 import type { Deployment, Pod, ReplicaSet } from '../src/types.js';
 import { newFactory, runAllPods, runPod, settle, startInformers, template } from './helpers.js';
 

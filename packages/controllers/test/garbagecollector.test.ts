@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { resources as res } from '@kubit/client';
 import { DeploymentController } from '../src/deployment/controller.js';
-import { FakeCluster } from '../src/fake-cluster.js';
 import { GarbageCollector } from '../src/garbagecollector.js';
 import { ReplicaSetController } from '../src/replicaset.js';
+import { FakeCluster } from '../src/testing.js';
 import type { ConfigMapLike, KubeObject, OwnerReference, Pod, ReplicaSet } from './gc-types.js';
 import { newFactory, replicaSet, settle, startInformers, template } from './helpers.js';
 

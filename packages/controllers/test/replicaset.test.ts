@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { resources as res } from '@kubit/client';
 import { RecordingEvents } from '../src/events.js';
-import { FakeCluster } from '../src/fake-cluster.js';
 import { podsToDelete } from '../src/pod-ranking.js';
 import { ReplicaSetController } from '../src/replicaset.js';
+import { FakeCluster } from '../src/testing.js';
 import type { Pod, ReplicaSet } from '../src/types.js';
 import { newFactory, replicaSet, runAllPods, runPod, settle, startInformers } from './helpers.js';
 
