@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { join } from 'node:path';
+import { certKubeconfigYaml } from '@kubit/client';
 import { Etcd3 } from 'etcd3';
 import { StoreCluster, type StoreProgram } from './etcd.js';
 import { generatePki, type Pki } from './pki.js';
@@ -167,27 +168,14 @@ export async function writeKubeconfig(
   path: string,
   opts: { server: string; caFile: string; cert: string; key: string; user?: string },
 ): Promise<void> {
-  const user = opts.user ?? 'user';
-  const text = `apiVersion: v1
-kind: Config
-clusters:
-- name: kubit
-  cluster:
-    server: ${opts.server}
-    certificate-authority: ${opts.caFile}
-users:
-- name: ${user}
-  user:
-    client-certificate: ${opts.cert}
-    client-key: ${opts.key}
-contexts:
-- name: kubit
-  context:
-    cluster: kubit
-    user: ${user}
-    namespace: default
-current-context: kubit
-`;
+  const text = certKubeconfigYaml({
+    server: opts.server,
+    caFile: opts.caFile,
+    certFile: opts.cert,
+    keyFile: opts.key,
+    user: opts.user ?? 'user',
+    namespace: 'default',
+  });
   await writeFile(path, text);
 }
 

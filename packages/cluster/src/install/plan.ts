@@ -2,10 +2,10 @@
 // containerd config, the env files of its daemons (the same format the
 // launcher's env-files writes) and the systemd units from deploy/systemd that
 // read them. Pure: the caller writes the files and runs the units.
+import { certKubeconfigYaml } from '@kubit/client';
 import type { Command, DaemonRunner } from '../commands.js';
 import { envFileText } from '../env-files.js';
 import { fillTemplate, SANDBOX_IMAGE } from '../node-runtime.js';
-import { kubeconfigText } from '../pki.js';
 import { type Host, hostWithRole, type Inventory, storeHosts } from './inventory.js';
 
 export const PORTS = {
@@ -305,7 +305,7 @@ export function planHost(inv: Inventory, h: Host, templates: Templates): HostPla
   const kubeconfig = (file: string, certName: string, user: string) =>
     text(
       `${p.kubeconfigs}/${file}`,
-      kubeconfigText({
+      certKubeconfigYaml({
         server,
         caFile: `${p.pki}/ca.crt`,
         certFile: `${p.pki}/${certName}.crt`,
