@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { join } from 'node:path';
+import { type ApiServerFlags, apiserverArgs } from '@kubit/apiserver/flags';
 import { certKubeconfigYaml } from '@kubit/client';
 import { Etcd3 } from 'etcd3';
 import { StoreCluster, type StoreProgram } from './etcd.js';
@@ -179,6 +180,27 @@ export async function writeKubeconfig(
   await writeFile(path, text);
 }
 
+/**
+ * The apiserver's flags for a test PKI: its serving pair, mTLS towards the
+ * store and the kubelets, client certificates checked against the CA, Node and
+ * RBAC authorization. The harness's apiserver and a test's restarted one share it.
+ */
+export function pkiApiserverFlags(pki: Pki, storeEndpoints: string[]): ApiServerFlags {
+  return {
+    tlsCertFile: pki.apiserver.cert,
+    tlsPrivateKeyFile: pki.apiserver.key,
+    clientCaFile: pki.caFile,
+    etcdServers: storeEndpoints,
+    etcdCaFile: pki.caFile,
+    etcdCertFile: pki.apiserverEtcdClient.cert,
+    etcdKeyFile: pki.apiserverEtcdClient.key,
+    authorizationModes: ['Node', 'RBAC'],
+    kubeletClientCertificate: pki.apiserverKubeletClient.cert,
+    kubeletClientKey: pki.apiserverKubeletClient.key,
+    kubeletCertificateAuthority: pki.caFile,
+  };
+}
+
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const tmp = await tempDir('kubit-cp-');
   const dir = tmp.path;
@@ -206,20 +228,12 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       args: [
         ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
         ...cmd.args,
-        `--secure-port=${port}`,
-        '--bind-address=127.0.0.1',
-        `--tls-cert-file=${pki.apiserver.cert}`,
-        `--tls-private-key-file=${pki.apiserver.key}`,
-        `--client-ca-file=${pki.caFile}`,
-        `--token-auth-file=${tokenFile}`,
-        `--etcd-servers=${store.endpoints.join(',')}`,
-        `--etcd-cafile=${pki.caFile}`,
-        `--etcd-certfile=${pki.apiserverEtcdClient.cert}`,
-        `--etcd-keyfile=${pki.apiserverEtcdClient.key}`,
-        '--authorization-mode=Node,RBAC',
-        `--kubelet-client-certificate=${pki.apiserverKubeletClient.cert}`,
-        `--kubelet-client-key=${pki.apiserverKubeletClient.key}`,
-        `--kubelet-certificate-authority=${pki.caFile}`,
+        ...apiserverArgs({
+          bindAddress: '127.0.0.1',
+          securePort: port,
+          ...pkiApiserverFlags(pki, store.endpoints),
+          tokenAuthFile: tokenFile,
+        }),
         ...(options.apiserverArgs ?? []),
       ],
       env: { KUBIT_LOG_FORMAT: 'json' },

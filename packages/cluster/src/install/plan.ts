@@ -2,6 +2,7 @@
 // containerd config, the env files of its daemons (the same format the
 // launcher's env-files writes) and the systemd units from deploy/systemd that
 // read them. Pure: the caller writes the files and runs the units.
+import { apiserverArgs } from '@kubit/apiserver/flags';
 import { certKubeconfigYaml } from '@kubit/client';
 import type { Command, DaemonRunner } from '../commands.js';
 import { envFileText } from '../env-files.js';
@@ -176,21 +177,26 @@ function commandsFor(inv: Inventory, h: Host, p: HostPaths): [UnitRef, Command][
     const stores = storeHosts(inv).map((s) => `https://${s.address}:${PORTS.storeClient}`);
     out.push([
       unit('kubit-apiserver.service'),
-      daemon(inv, 'apiserver', 'kubit-apiserver', [
-        `--bind-address=${a}`,
-        `--secure-port=${PORTS.apiserver}`,
-        `--tls-cert-file=${cert}`,
-        `--tls-private-key-file=${key}`,
-        `--client-ca-file=${ca}`,
-        `--etcd-servers=${stores.join(',')}`,
-        `--etcd-cafile=${ca}`,
-        `--etcd-certfile=${etcdCert}`,
-        `--etcd-keyfile=${etcdKey}`,
-        '--authorization-mode=Node,RBAC',
-        `--kubelet-client-certificate=${kCert}`,
-        `--kubelet-client-key=${kKey}`,
-        `--kubelet-certificate-authority=${ca}`,
-      ]),
+      daemon(
+        inv,
+        'apiserver',
+        'kubit-apiserver',
+        apiserverArgs({
+          bindAddress: a,
+          securePort: PORTS.apiserver,
+          tlsCertFile: cert,
+          tlsPrivateKeyFile: key,
+          clientCaFile: ca,
+          etcdServers: stores,
+          etcdCaFile: ca,
+          etcdCertFile: etcdCert,
+          etcdKeyFile: etcdKey,
+          authorizationModes: ['Node', 'RBAC'],
+          kubeletClientCertificate: kCert,
+          kubeletClientKey: kKey,
+          kubeletCertificateAuthority: ca,
+        }),
+      ),
     ]);
   }
   if (roles.includes('scheduler')) {
