@@ -109,6 +109,29 @@ export function startProcess(opts: StartOptions): TestProcess {
   return p;
 }
 
+export interface DaemonProcessOptions {
+  /** Names the process and its log file `<logDir>/<name>.log`. */
+  name: string;
+  /** The package whose daemon runs: "scheduler", "controllers", ... */
+  pkg: string;
+  /** Its entry point under src/ (default main.ts). */
+  entry?: string;
+  args: string[];
+  logDir: string;
+}
+
+/** One of Kubit's daemons (daemonCommand) with JSON logs to its own file in `logDir`. */
+export function startDaemon(o: DaemonProcessOptions): TestProcess {
+  const cmd = daemonCommand(o.pkg, o.entry ?? 'main.ts');
+  return startProcess({
+    name: o.name,
+    command: cmd.command,
+    args: [...cmd.args, ...o.args],
+    env: { KUBIT_LOG_FORMAT: 'json' },
+    logFile: join(o.logDir, `${o.name}.log`),
+  });
+}
+
 /** Stops, by PID, every process this test file started and has not stopped yet. */
 export async function stopAllProcesses(): Promise<void> {
   await Promise.all([...started].map((p) => p.stop(2000)));

@@ -92,12 +92,13 @@ export function killStrayShims(socket: string): number {
 function mountsUnder(prefix: string): string[] {
   const points = readFileSync('/proc/self/mountinfo', 'utf8')
     .split('\n')
-    .map((l) => l.split(' ')[4])
+    // The mount point is the fifth field; the kernel writes a space inside a path as \040.
+    .map((l) => l.split(' ')[4]?.replace(/\\040/g, ' '))
     .filter((m): m is string => typeof m === 'string' && (m === prefix || m.startsWith(`${prefix}/`)));
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }
 
-/** Lazily unmounts whatever containerd left mounted under `dir`. */
+/** Lazily unmounts whatever is still mounted at or under `dir` (containerd's, a killed kubelet's volumes, dockerd's layers). */
 export async function unmountUnder(dir: string): Promise<void> {
   for (const m of mountsUnder(dir)) await run('umount', ['-l', m]).catch(() => {});
 }
