@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { apiserverArgs } from '@kubit/apiserver/flags';
 import { freshBundle } from '@kubit/daemon';
 import { type ClusterPorts, type ClusterSettings, clusterPorts, readSettings } from './config.js';
+import { controllerManagerArgs, schedulerArgs } from './daemon-args.js';
 import { type ClusterLayout, clusterLayout, type NodeLayout } from './layout.js';
 
 export interface Command {
@@ -139,10 +140,11 @@ export function schedulerCommand(layout: ClusterLayout, ports: ClusterPorts, run
     command: d.command,
     args: [
       ...d.args,
-      `--kubeconfig=${layout.schedulerKubeconfig}`,
-      '--leader-elect=true',
-      `--bind-address=${NODE_IP}`,
-      `--secure-port=${ports.scheduler}`,
+      ...schedulerArgs({
+        kubeconfig: layout.schedulerKubeconfig,
+        bindAddress: NODE_IP,
+        securePort: ports.scheduler,
+      }),
     ],
   };
 }
@@ -159,13 +161,12 @@ export function controllerManagerCommand(
     command: d.command,
     args: [
       ...d.args,
-      `--kubeconfig=${layout.controllerManagerKubeconfig}`,
-      '--leader-elect=true',
-      `--bind-address=${NODE_IP}`,
-      `--secure-port=${ports.controllerManager}`,
-      '--allocate-node-cidrs=true',
-      `--cluster-cidr=${settings.clusterCidr}`,
-      '--node-cidr-mask-size=24',
+      ...controllerManagerArgs({
+        kubeconfig: layout.controllerManagerKubeconfig,
+        bindAddress: NODE_IP,
+        securePort: ports.controllerManager,
+        clusterCidr: settings.clusterCidr,
+      }),
     ],
   };
 }

@@ -5,6 +5,7 @@
 import { apiserverArgs } from '@kubit/apiserver/flags';
 import { certKubeconfigYaml } from '@kubit/client';
 import type { Command, DaemonRunner } from '../commands.js';
+import { controllerManagerArgs, schedulerArgs } from '../daemon-args.js';
 import { envFileText } from '../env-files.js';
 import { fillTemplate, SANDBOX_IMAGE } from '../node-runtime.js';
 import { type Host, hostWithRole, type Inventory, storeHosts } from './inventory.js';
@@ -202,26 +203,32 @@ function commandsFor(inv: Inventory, h: Host, p: HostPaths): [UnitRef, Command][
   if (roles.includes('scheduler')) {
     out.push([
       unit('kubit-scheduler.service'),
-      daemon(inv, 'scheduler', 'kubit-scheduler', [
-        `--kubeconfig=${p.kubeconfigs}/scheduler.kubeconfig`,
-        '--leader-elect=true',
-        `--bind-address=${a}`,
-        `--secure-port=${PORTS.scheduler}`,
-      ]),
+      daemon(
+        inv,
+        'scheduler',
+        'kubit-scheduler',
+        schedulerArgs({
+          kubeconfig: `${p.kubeconfigs}/scheduler.kubeconfig`,
+          bindAddress: a,
+          securePort: PORTS.scheduler,
+        }),
+      ),
     ]);
   }
   if (roles.includes('controller-manager')) {
     out.push([
       unit('kubit-controller-manager.service'),
-      daemon(inv, 'controllers', 'kubit-controller-manager', [
-        `--kubeconfig=${p.kubeconfigs}/controller-manager.kubeconfig`,
-        '--leader-elect=true',
-        `--bind-address=${a}`,
-        `--secure-port=${PORTS.controllerManager}`,
-        '--allocate-node-cidrs=true',
-        `--cluster-cidr=${inv.clusterCidr}`,
-        '--node-cidr-mask-size=24',
-      ]),
+      daemon(
+        inv,
+        'controllers',
+        'kubit-controller-manager',
+        controllerManagerArgs({
+          kubeconfig: `${p.kubeconfigs}/controller-manager.kubeconfig`,
+          bindAddress: a,
+          securePort: PORTS.controllerManager,
+          clusterCidr: inv.clusterCidr,
+        }),
+      ),
     ]);
   }
   if (inv.nodes.some((n) => n.name === h.name)) {
