@@ -52,6 +52,20 @@ function writeInputs(file, metafile) {
   writeFileSync(file, `${JSON.stringify(inputs)}\n`);
 }
 
+/** What every bundle is built with: ESM for Node 20 from built code. */
+const common = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  external,
+  banner: { js: banner },
+  // Built code only: the sources' custom export condition must not win here.
+  conditions: ['node', 'import', 'default'],
+  logLevel: 'warning',
+  legalComments: 'none',
+};
+
 const started = Date.now();
 await Promise.all(
   entries.map(async ([pkg, entry]) => {
@@ -62,16 +76,7 @@ await Promise.all(
       entryPoints: [input],
       outfile,
       metafile: true,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      external,
-      banner: { js: banner },
-      // Built code only: the sources' custom export condition must not win here.
-      conditions: ['node', 'import', 'default'],
-      logLevel: 'warning',
-      legalComments: 'none',
+      ...common,
     });
     writeInputs(`${outfile}.inputs.json`, result.metafile);
   }),
@@ -87,16 +92,8 @@ const cli = await build({
   outdir: cliOut,
   metafile: true,
   outExtension: { '.js': '.mjs' },
-  bundle: true,
   splitting: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  external,
-  banner: { js: banner },
-  conditions: ['node', 'import', 'default'],
-  logLevel: 'warning',
-  legalComments: 'none',
+  ...common,
 });
 writeInputs(join(cliOut, 'main.mjs.inputs.json'), cli.metafile);
 process.stdout.write(`bundled ${entries.length} daemons and the CLI in ${Date.now() - started} ms\n`);

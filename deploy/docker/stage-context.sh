@@ -36,6 +36,8 @@ app=$ctx/kubit
 mkdir -p "$app/packages" "$app/deploy" "$app/scripts" "$ctx/registry"
 cp "$root/deploy/docker/Dockerfile" "$ctx/Dockerfile"
 cp "$root/package.json" "$root/pnpm-lock.yaml" "$root/pnpm-workspace.yaml" "$app/"
+# pnpm-workspace.yaml names patches of dependencies: pnpm wants them even where --prod skips them.
+[ -d "$root/patches" ] && cp -r "$root/patches" "$app/"
 for dir in "$root"/packages/*/; do
   name=$(basename "$dir")
   [ -f "$dir/package.json" ] || continue

@@ -1,6 +1,7 @@
 // @kubit/api: the resource model every Kubit component shares. No I/O.
 
 export * from './defaults.js';
+export * from './duration.js';
 export * from './field-errors.js';
 export * from './fields.js';
 export * from './labels.js';

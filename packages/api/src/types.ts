@@ -84,7 +84,6 @@ export type {
   OwnerReference,
   Preconditions,
   Status as MetaStatus,
-  WatchEvent,
 } from 'kubernetes-types/meta/v1.js';
 export type {
   AggregationRule,
@@ -110,18 +109,42 @@ export interface KubeObject {
   metadata?: ObjectMeta;
 }
 
+/**
+ * A Kubernetes object as JSON, before any schema says what it holds: what the
+ * apiserver stores, patches and serves (its shape is checked before it is stored).
+ */
+export type UnstructuredObject = Record<string, unknown> & { metadata?: Record<string, unknown> };
+
 /** A list of objects as the API returns it. */
-export interface KubeList<T extends KubeObject = KubeObject> {
+export interface ObjectList<T> {
   apiVersion?: string;
   kind?: string;
-  metadata?: ListMeta;
+  metadata: ListMeta;
   items: T[];
 }
 
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
 /** A watch event on the wire. */
-export interface WatchEventOf<T extends KubeObject = KubeObject> {
-  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+export interface WatchEvent<T> {
+  type: WatchEventType;
+  /** The object; for ERROR events a Status. */
   object: T;
+}
+
+/** A Table as the server returns for `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`. */
+export interface Table {
+  kind: 'Table';
+  apiVersion: string;
+  metadata: ListMeta;
+  columnDefinitions: {
+    name: string;
+    type: string;
+    format?: string;
+    description?: string;
+    priority: number;
+  }[];
+  rows: { cells: unknown[]; object?: KubeObject & Record<string, unknown> }[];
 }
 
 /** One kind Kubit serves. */

@@ -3,6 +3,7 @@
 // Every write is a Txn guarded on the key's revision, so a stale writer gets a
 // conflict instead of silently overwriting.
 
+import type { UnstructuredObject } from '@kubit/api';
 import type { Histogram } from '@kubit/daemon';
 import { Etcd3, type IOptions } from 'etcd3';
 import { GrpcError, KvClient, type RawKv, type TxnOp, type TxnResult } from './etcdkv.js';
@@ -15,8 +16,8 @@ export interface StoredObject {
   rev: number;
 }
 
-/** A Kubernetes object as JSON. Shapes are checked by the schema before they get here. */
-export type KObject = Record<string, unknown> & { metadata?: Record<string, unknown> };
+/** A Kubernetes object as JSON (@kubit/api's one definition). Shapes are checked by the schema before they get here. */
+export type KObject = UnstructuredObject;
 
 export class CompactedError extends Error {
   constructor(readonly compactRevision: number) {

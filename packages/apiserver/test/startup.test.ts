@@ -17,6 +17,7 @@ import {
   tempDir,
   waitFor,
 } from '@kubit/testkit';
+import { apiserverArgs } from '../src/flags.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };
 let pki: Pki;
@@ -108,15 +109,17 @@ describe('a store that comes up after the apiserver', () => {
       command: cmd.command,
       args: [
         ...cmd.args,
-        `--secure-port=${port}`,
-        '--bind-address=127.0.0.1',
-        `--tls-cert-file=${pki.apiserver.cert}`,
-        `--tls-private-key-file=${pki.apiserver.key}`,
-        `--client-ca-file=${pki.caFile}`,
-        `--etcd-servers=${ports.map((p) => `https://127.0.0.1:${p.client}`).join(',')}`,
-        `--etcd-cafile=${pki.caFile}`,
-        `--etcd-certfile=${pki.apiserverEtcdClient.cert}`,
-        `--etcd-keyfile=${pki.apiserverEtcdClient.key}`,
+        ...apiserverArgs({
+          securePort: port,
+          bindAddress: '127.0.0.1',
+          tlsCertFile: pki.apiserver.cert,
+          tlsPrivateKeyFile: pki.apiserver.key,
+          clientCaFile: pki.caFile,
+          etcdServers: ports.map((p) => `https://127.0.0.1:${p.client}`),
+          etcdCaFile: pki.caFile,
+          etcdCertFile: pki.apiserverEtcdClient.cert,
+          etcdKeyFile: pki.apiserverEtcdClient.key,
+        }),
       ],
       logFile,
       env: { KUBIT_LOG_FORMAT: 'json' },

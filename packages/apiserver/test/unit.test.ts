@@ -8,7 +8,6 @@ import { podStatusText } from '../src/kinds/pods.js';
 import { selectorText } from '../src/model/selectors.js';
 import { sameJson } from '../src/objects.js';
 import { parseRequestInfo } from '../src/request.js';
-import { humanDuration } from '../src/table.js';
 import { Subscription, type WatchCache } from '../src/watchcache.js';
 
 const kinds = new KindRegistry(builtinKinds());
@@ -48,14 +47,6 @@ describe('watch subscription', () => {
 });
 
 describe('tables', () => {
-  it('prints ages as kubectl does', () => {
-    assert.equal(humanDuration(5_000), '5s');
-    assert.equal(humanDuration(150_000), '2m30s');
-    assert.equal(humanDuration(30 * 60_000), '30m');
-    assert.equal(humanDuration(5 * 3_600_000 + 60_000), '5h1m');
-    assert.equal(humanDuration(3 * 86_400_000), '3d');
-  });
-
   it('derives a pod STATUS like kubectl', () => {
     const pod = (status: object, meta: Record<string, unknown> = {}) => ({
       metadata: meta,

@@ -82,3 +82,32 @@ export function addSourceToError(verb: string, source: string, e: unknown): unkn
   const Ctor = e.constructor as typeof StatusError;
   return new Ctor({ ...e.status, message: `error when ${verb} "${source}": ${e.message}` });
 }
+
+/**
+ * kubectl's way with many targets: one target's own failure (an API error, a
+ * CLI error) is printed and the others still run; the command exits 1 at the
+ * end. Any other error is a bug or a lost server and stops the command.
+ */
+export class PerTargetErrors {
+  private failed = false;
+
+  constructor(private readonly err: { write(text: string): unknown }) {}
+
+  /** Runs `work` for each target in turn, printing the failures it may go on past. */
+  async each<T>(targets: Iterable<T>, work: (target: T) => Promise<void>): Promise<void> {
+    for (const target of targets) {
+      try {
+        await work(target);
+      } catch (e) {
+        if (!isStatusError(e) && !(e instanceof CliError)) throw e;
+        this.err.write(`${formatError(e)}\n`);
+        this.failed = true;
+      }
+    }
+  }
+
+  /** Exits 1, with nothing more to print, when any target failed. */
+  finish(): void {
+    if (this.failed) throw new CliError('', 1);
+  }
+}

@@ -2,23 +2,13 @@
 // client, the namespace, and resource types resolved through (cached) discovery.
 
 import { join } from 'node:path';
-import type { APIResourceInfo, ClientConfig, KubeClient } from '@kubit/client';
+import type { APIResourceInfo, ClientConfig, KubeClient, KubeConfigOverrides } from '@kubit/client';
 import { CliError } from './errors.js';
 import type { IO } from './io.js';
 import { suggestions } from './suggest.js';
 
-export interface GlobalOptions {
-  kubeconfig?: string;
-  context?: string;
-  cluster?: string;
-  user?: string;
-  namespace?: string;
-  server?: string;
-  token?: string;
-  certificateAuthority?: string;
-  clientCertificate?: string;
-  clientKey?: string;
-  insecureSkipTlsVerify?: boolean;
+/** The global flags: kubectl's kubeconfig overrides (the client's one type) and --request-timeout. */
+export interface GlobalOptions extends KubeConfigOverrides {
   requestTimeout?: string;
 }
 
@@ -45,22 +35,8 @@ export class Factory {
   async clientConfig(): Promise<ClientConfig> {
     if (!this.cfg) {
       const lib = await this.lib();
-      this.cfg = lib.loadClientConfig(
-        {
-          kubeconfig: this.opts.kubeconfig,
-          context: this.opts.context,
-          cluster: this.opts.cluster,
-          user: this.opts.user,
-          namespace: this.opts.namespace,
-          server: this.opts.server,
-          token: this.opts.token,
-          certificateAuthority: this.opts.certificateAuthority,
-          clientCertificate: this.opts.clientCertificate,
-          clientKey: this.opts.clientKey,
-          insecureSkipTlsVerify: this.opts.insecureSkipTlsVerify,
-        },
-        this.io.env,
-      );
+      // The overrides are the global flags themselves: loadClientConfig reads only its own fields.
+      this.cfg = lib.loadClientConfig(this.opts, this.io.env);
     }
     return this.cfg;
   }

@@ -1,7 +1,8 @@
 // Running kubit in-process against a real control plane, capturing its output.
 
-import { spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { repoRoot } from '@kubit/testkit';
 import { run } from '../src/index.js';
 import type { IO } from '../src/io.js';
@@ -60,6 +61,24 @@ export function kubitCommand(): { command: string; args: string[] } {
   };
 }
 
+/** Gathers a child's stdout and stderr until it closes, then resolves with them and its exit code. */
+function collectResult(
+  child: ChildProcessByStdio<Writable | null, Readable, Readable>,
+  resolve: (r: Result) => void,
+  reject: (err: Error) => void,
+): void {
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => {
+    out += s;
+  });
+  child.stderr.setEncoding('utf8').on('data', (s: string) => {
+    err += s;
+  });
+  child.once('error', reject);
+  child.once('close', (code) => resolve({ code: code ?? -1, out, err }));
+}
+
 /** Runs kubit as a real process; resolves with its exit code and output. */
 export function kubitProcess(args: string[], env: NodeJS.ProcessEnv, stdin = ''): Promise<Result> {
   const cmd = kubitCommand();
@@ -69,16 +88,7 @@ export function kubitProcess(args: string[], env: NodeJS.ProcessEnv, stdin = '')
       env: { PATH: process.env.PATH, ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => {
-      out += s;
-    });
-    child.stderr.setEncoding('utf8').on('data', (s: string) => {
-      err += s;
-    });
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code: code ?? -1, out, err }));
+    collectResult(child, resolve, reject);
     child.stdin.end(stdin);
   });
 }
@@ -98,15 +108,6 @@ export function kubitInTerminal(args: string[], env: NodeJS.ProcessEnv): Promise
       env: { PATH: process.env.PATH, TERM: 'xterm', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => {
-      out += s;
-    });
-    child.stderr.setEncoding('utf8').on('data', (s: string) => {
-      err += s;
-    });
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code: code ?? -1, out, err }));
+    collectResult(child, resolve, reject);
   });
 }

@@ -17,6 +17,7 @@ import {
   type ReplicaSetShape,
   rolloutStatus,
 } from '../src/rollout/deployment.js';
+import { describeTemplate } from '../src/rollout/template.js';
 
 const dep = (status: DeploymentShape['status'], generation = 2, replicas = 3): DeploymentShape => ({
   kind: 'Deployment',
@@ -198,5 +199,22 @@ describe('edit and progress', () => {
     p.update(['a: 1', '  b: y']);
     p.clear();
     assert.equal(c.text(), 'a: 1\n  b: x\n  b: y\n');
+  });
+});
+
+describe('rollout history --revision', () => {
+  it("lays a container's command and args out one part a line, as describe does", () => {
+    const text = describeTemplate({
+      metadata: { labels: { app: 'web' } },
+      spec: { containers: [{ name: 'web', image: 'nginx', command: ['sh', '-c'], args: ['sleep 1'] }] },
+    } as never);
+    const lines = text.split('\n');
+    const at = lines.findIndex((l) => l.trim() === 'Command:');
+    assert.ok(at > 0, text);
+    assert.deepEqual(
+      lines.slice(at, at + 5).map((l) => l.trim()),
+      ['Command:', 'sh', '-c', 'Args:', 'sleep 1'],
+    );
+    assert.match(lines[at + 1], /^ {8}sh$/, 'parts one level deeper than the heading');
   });
 });

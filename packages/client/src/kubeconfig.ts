@@ -345,3 +345,36 @@ export function updateKubeConfigFile(file: string, edit: (raw: Record<string, un
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, yaml.dump(raw, { lineWidth: -1 }), { mode: 0o600 });
 }
+
+/** A client-certificate kubeconfig: one cluster, user and context, files named by path. */
+export interface CertKubeconfigInput {
+  server: string;
+  caFile: string;
+  certFile: string;
+  keyFile: string;
+  user: string;
+  /** The context's namespace; none (so "default") when absent. */
+  namespace?: string;
+}
+
+/**
+ * The YAML of a kubeconfig for a client certificate, as kubectl and Kubit read
+ * it: cluster and context "kubit", the user named as given. Written with
+ * js-yaml, so paths and names are quoted wherever YAML needs it.
+ */
+export function certKubeconfigYaml(k: CertKubeconfigInput): string {
+  const config: KubeConfig = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'kubit', cluster: { server: k.server, 'certificate-authority': k.caFile } }],
+    users: [{ name: k.user, user: { 'client-certificate': k.certFile, 'client-key': k.keyFile } }],
+    contexts: [
+      {
+        name: 'kubit',
+        context: { cluster: 'kubit', user: k.user, ...(k.namespace ? { namespace: k.namespace } : {}) },
+      },
+    ],
+    'current-context': 'kubit',
+  };
+  return yaml.dump(config, { lineWidth: -1 });
+}

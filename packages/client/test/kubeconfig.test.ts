@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
+  certKubeconfigYaml,
   KubeConfigError,
   kubeconfigFiles,
   loadClientConfig,
@@ -107,5 +108,40 @@ describe('kubeconfig', () => {
 
   it('rejects a malformed file with its name', () => {
     assert.throws(() => parseKubeConfig('clusters: [', '/etc/kc'), /error loading config file "\/etc\/kc"/);
+  });
+});
+
+describe('certKubeconfigYaml', () => {
+  it('writes a kubeconfig the loader reads back, quoting what YAML needs quoted', async () => {
+    // Names that a hand-written template would have broken: a colon-space, a "#", a leading "*".
+    const pki = join(dir, 'pki: #1');
+    await mkdir(pki, { recursive: true });
+    for (const f of ['ca.crt', 'c.crt', 'c.key']) await writeFile(join(pki, f), `pem of ${f}\n`);
+    const file = join(dir, 'cert.kubeconfig');
+    await writeFile(
+      file,
+      certKubeconfigYaml({
+        server: 'https://10.0.0.1:6443',
+        caFile: join(pki, 'ca.crt'),
+        certFile: join(pki, 'c.crt'),
+        keyFile: join(pki, 'c.key'),
+        user: '*system:node:n1',
+        namespace: 'team-a',
+      }),
+    );
+    const loaded = loadKubeConfig(file, {});
+    assert.equal(loaded.config.users[0].name, '*system:node:n1');
+    const cfg = resolveClientConfig(loaded.config);
+    assert.equal(cfg.server, 'https://10.0.0.1:6443');
+    assert.equal(cfg.namespace, 'team-a');
+    assert.equal(cfg.contextName, 'kubit');
+    assert.equal(cfg.ca?.toString(), 'pem of ca.crt\n');
+    assert.equal(cfg.cert?.toString(), 'pem of c.crt\n');
+    assert.equal(cfg.key?.toString(), 'pem of c.key\n');
+  });
+
+  it('leaves the namespace out when none is given', () => {
+    const text = certKubeconfigYaml({ server: 's', caFile: 'a', certFile: 'b', keyFile: 'c', user: 'u' });
+    assert.doesNotMatch(text, /namespace/);
   });
 });

@@ -3,9 +3,11 @@
 // lines go into deploy/systemd's units, so what `up` runs is what a host runs.
 
 import { join } from 'node:path';
+import { apiserverArgs } from '@kubit/apiserver/flags';
 import { freshBundle } from '@kubit/daemon';
-import type { ClusterPorts, ClusterSettings } from './config.js';
-import type { ClusterLayout, NodeLayout } from './layout.js';
+import { type ClusterPorts, type ClusterSettings, clusterPorts, readSettings } from './config.js';
+import { controllerManagerArgs, schedulerArgs } from './daemon-args.js';
+import { type ClusterLayout, clusterLayout, type NodeLayout } from './layout.js';
 
 export interface Command {
   /** The process's name: its log is logs/<name>.log and its PID file run/<name>.pid. */
@@ -112,19 +114,21 @@ export function apiserverCommand(layout: ClusterLayout, ports: ClusterPorts, run
     command: d.command,
     args: [
       ...d.args,
-      `--bind-address=${NODE_IP}`,
-      `--secure-port=${ports.apiserver}`,
-      `--tls-cert-file=${serving.cert}`,
-      `--tls-private-key-file=${serving.key}`,
-      `--client-ca-file=${ca(layout)}`,
-      `--etcd-servers=${storeEndpoints(ports).join(',')}`,
-      `--etcd-cafile=${ca(layout)}`,
-      `--etcd-certfile=${etcd.cert}`,
-      `--etcd-keyfile=${etcd.key}`,
-      '--authorization-mode=Node,RBAC',
-      `--kubelet-client-certificate=${kubelet.cert}`,
-      `--kubelet-client-key=${kubelet.key}`,
-      `--kubelet-certificate-authority=${ca(layout)}`,
+      ...apiserverArgs({
+        bindAddress: NODE_IP,
+        securePort: ports.apiserver,
+        tlsCertFile: serving.cert,
+        tlsPrivateKeyFile: serving.key,
+        clientCaFile: ca(layout),
+        etcdServers: storeEndpoints(ports),
+        etcdCaFile: ca(layout),
+        etcdCertFile: etcd.cert,
+        etcdKeyFile: etcd.key,
+        authorizationModes: ['Node', 'RBAC'],
+        kubeletClientCertificate: kubelet.cert,
+        kubeletClientKey: kubelet.key,
+        kubeletCertificateAuthority: ca(layout),
+      }),
     ],
   };
 }
@@ -136,10 +140,11 @@ export function schedulerCommand(layout: ClusterLayout, ports: ClusterPorts, run
     command: d.command,
     args: [
       ...d.args,
-      `--kubeconfig=${layout.schedulerKubeconfig}`,
-      '--leader-elect=true',
-      `--bind-address=${NODE_IP}`,
-      `--secure-port=${ports.scheduler}`,
+      ...schedulerArgs({
+        kubeconfig: layout.schedulerKubeconfig,
+        bindAddress: NODE_IP,
+        securePort: ports.scheduler,
+      }),
     ],
   };
 }
@@ -156,13 +161,12 @@ export function controllerManagerCommand(
     command: d.command,
     args: [
       ...d.args,
-      `--kubeconfig=${layout.controllerManagerKubeconfig}`,
-      '--leader-elect=true',
-      `--bind-address=${NODE_IP}`,
-      `--secure-port=${ports.controllerManager}`,
-      '--allocate-node-cidrs=true',
-      `--cluster-cidr=${settings.clusterCidr}`,
-      '--node-cidr-mask-size=24',
+      ...controllerManagerArgs({
+        kubeconfig: layout.controllerManagerKubeconfig,
+        bindAddress: NODE_IP,
+        securePort: ports.controllerManager,
+        clusterCidr: settings.clusterCidr,
+      }),
     ],
   };
 }
@@ -236,4 +240,37 @@ export function registryConfigText(layout: ClusterLayout, ports: ClusterPorts): 
     `  addr: ${NODE_IP}:${ports.registry}`,
     '',
   ].join('\n');
+}
+
+/** A cluster as `up` left it in its state directory: settings, layout and ports. */
+export interface ExistingCluster {
+  settings: ClusterSettings;
+  layout: ClusterLayout;
+  ports: ClusterPorts;
+}
+
+/** The cluster in `stateDir`, or undefined when `up` never ran there. */
+export function readCluster(stateDir: string): ExistingCluster | undefined {
+  const settings = readSettings(clusterLayout(stateDir, 1).configFile);
+  if (!settings) return undefined;
+  const layout = clusterLayout(stateDir, settings.nodes);
+  return { settings, layout, ports: clusterPorts(settings, layout.store.length) };
+}
+
+/** Every process the launcher supervises for a cluster, in the order `up` starts them. */
+export function clusterCommands(
+  layout: ClusterLayout,
+  ports: ClusterPorts,
+  settings: ClusterSettings,
+  runner: DaemonRunner,
+): Command[] {
+  return [
+    ...storeCommands(layout, ports, runner),
+    registryCommand(layout),
+    ...layout.nodes.map(containerdCommand),
+    apiserverCommand(layout, ports, runner),
+    schedulerCommand(layout, ports, runner),
+    controllerManagerCommand(layout, ports, settings, runner),
+    ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
+  ];
 }

@@ -4,19 +4,25 @@
 // apiserver and the store. `--purge` also removes the state.
 import { rm } from 'node:fs/promises';
 import {
+  killStrayShims,
+  removeAllSandboxes,
+  removeCniNetwork,
+  unmountUnder,
+} from '@kubit/kubelet/node-teardown';
+import {
   apiserverCommand,
   type Command,
+  clusterCommands,
   containerdCommand,
   controllerManagerCommand,
   type DaemonRunner,
   kubeletCommand,
+  readCluster,
   registryCommand,
   schedulerCommand,
   storeCommands,
 } from './commands.js';
-import { clusterPorts, readSettings } from './config.js';
 import { clusterLayout } from './layout.js';
-import { killStrayShims, removeAllSandboxes, removeNodeNetwork, unmountNode } from './node-cleanup.js';
 import { runningPid, stopByPidFile } from './supervisor.js';
 
 export interface DownOptions {
@@ -27,15 +33,14 @@ export interface DownOptions {
 }
 
 export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
-  const probe = clusterLayout(opts.stateDir, 1);
-  const settings = readSettings(probe.configFile);
-  if (!settings) {
-    if (opts.purge) await rm(probe.stateDir, { recursive: true, force: true });
-    opts.say(`no cluster in ${probe.stateDir}`);
+  const cluster = readCluster(opts.stateDir);
+  if (!cluster) {
+    const { stateDir } = clusterLayout(opts.stateDir, 1);
+    if (opts.purge) await rm(stateDir, { recursive: true, force: true });
+    opts.say(`no cluster in ${stateDir}`);
     return { stopped: [] };
   }
-  const layout = clusterLayout(opts.stateDir, settings.nodes);
-  const ports = clusterPorts(settings, layout.store.length);
+  const { settings, layout, ports } = cluster;
   const runner = opts.runner;
   const stopped: string[] = [];
   const stop = async (cmd: Command, graceMs = 10_000) => {
@@ -54,17 +59,17 @@ export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
       const cmd = containerdCommand(node);
       if (runningPid(layout.pidFile(cmd.name), layout.stateDir, cmd.command) !== undefined) {
         // Through CRI while containerd still runs, so CNI releases each pod's address.
-        const n = await removeAllSandboxes(node, runner.repoRoot).catch((err: Error) => {
+        const n = await removeAllSandboxes(node.socket).catch((err: Error) => {
           opts.say(`${node.name}: could not remove pod sandboxes through CRI: ${err.message}`);
           return 0;
         });
         if (n > 0) opts.say(`${node.name}: removed ${n} pod sandbox(es)`);
       }
       await stop(cmd);
-      const shims = killStrayShims(node);
+      const shims = killStrayShims(node.socket);
       if (shims > 0) opts.say(`${node.name}: killed ${shims} leftover containerd shim(s)`);
-      await unmountNode(node);
-      if (opts.purge) await removeNodeNetwork(node);
+      await unmountUnder(node.dir);
+      if (opts.purge) await removeCniNetwork(node.bridge, node.networkName);
     }),
   );
   await stop(apiserverCommand(layout, ports, runner));
@@ -81,19 +86,9 @@ export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
 
 /** Which of the cluster's processes run now: name → PID (undefined when stopped). */
 export function status(stateDir: string, runner: DaemonRunner): Map<string, number | undefined> | undefined {
-  const probe = clusterLayout(stateDir, 1);
-  const settings = readSettings(probe.configFile);
-  if (!settings) return undefined;
-  const layout = clusterLayout(stateDir, settings.nodes);
-  const ports = clusterPorts(settings, layout.store.length);
-  const cmds: Command[] = [
-    ...storeCommands(layout, ports, runner),
-    registryCommand(layout),
-    ...layout.nodes.map(containerdCommand),
-    apiserverCommand(layout, ports, runner),
-    schedulerCommand(layout, ports, runner),
-    controllerManagerCommand(layout, ports, settings, runner),
-    ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
-  ];
+  const cluster = readCluster(stateDir);
+  if (!cluster) return undefined;
+  const { settings, layout, ports } = cluster;
+  const cmds = clusterCommands(layout, ports, settings, runner);
   return new Map(cmds.map((c) => [c.name, runningPid(layout.pidFile(c.name), layout.stateDir, c.command)]));
 }

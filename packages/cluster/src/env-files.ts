@@ -3,19 +3,7 @@
 // daemon with exactly the flags `up` uses.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  apiserverCommand,
-  type Command,
-  containerdCommand,
-  controllerManagerCommand,
-  type DaemonRunner,
-  kubeletCommand,
-  registryCommand,
-  schedulerCommand,
-  storeCommands,
-} from './commands.js';
-import { clusterPorts, readSettings } from './config.js';
-import { clusterLayout } from './layout.js';
+import { type Command, clusterCommands, type DaemonRunner, readCluster } from './commands.js';
 
 /** systemd splits an unquoted $VAR on whitespace and does no quote processing: refuse what it would break. */
 function checkArg(arg: string): string {
@@ -42,19 +30,9 @@ export async function writeEnvFiles(
   runner: DaemonRunner,
   outDir: string,
 ): Promise<string[]> {
-  const settings = readSettings(clusterLayout(stateDir, 1).configFile);
-  if (!settings) throw new Error(`no cluster in ${stateDir}: run up first, or give --state-dir`);
-  const layout = clusterLayout(stateDir, settings.nodes);
-  const ports = clusterPorts(settings, layout.store.length);
-  const cmds: Command[] = [
-    ...storeCommands(layout, ports, runner),
-    registryCommand(layout),
-    ...layout.nodes.map(containerdCommand),
-    apiserverCommand(layout, ports, runner),
-    schedulerCommand(layout, ports, runner),
-    controllerManagerCommand(layout, ports, settings, runner),
-    ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
-  ];
+  const cluster = readCluster(stateDir);
+  if (!cluster) throw new Error(`no cluster in ${stateDir}: run up first, or give --state-dir`);
+  const cmds = clusterCommands(cluster.layout, cluster.ports, cluster.settings, runner);
   await mkdir(outDir, { recursive: true });
   const written: string[] = [];
   for (const cmd of cmds) {

@@ -1,28 +1,12 @@
 #!/usr/bin/env node
-// The launcher behind ./scripts/up and ./scripts/down:
-//   main.js up [--nodes N] [--state-dir DIR] [--port-offset N] [--cluster-cidr CIDR] [--timeout SECONDS]
-//   main.js down [--purge] [--state-dir DIR]
-//   main.js status [--state-dir DIR]
-//   main.js env-files [--state-dir DIR] [--out DIR]   (for deploy/systemd)
-import { existsSync } from 'node:fs';
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
+import { repoRootOf } from '@kubit/daemon';
 import { parseArgs } from './args.js';
 import type { DaemonRunner } from './commands.js';
 import { down, status } from './down.js';
 import { writeEnvFiles } from './env-files.js';
 import { up } from './up.js';
-
-function findRepoRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'pnpm-workspace.yaml'))) {
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('cannot find the repository root (pnpm-workspace.yaml)');
-    dir = parent;
-  }
-  return dir;
-}
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -40,7 +24,7 @@ async function writeCliWrapper(stateDir: string, repoRoot: string): Promise<stri
 }
 
 async function main(argv: string[]): Promise<void> {
-  const repoRoot = findRepoRoot();
+  const repoRoot = repoRootOf(import.meta.url);
   const args = parseArgs(argv);
   const stateDir = resolve(args.stateDir ?? join(repoRoot, '.kubit'));
   const runner: DaemonRunner = {

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { certKubeconfigYaml } from '@kubit/client';
 import type { ClusterLayout } from './layout.js';
 
 const run = promisify(execFile);
@@ -41,37 +42,6 @@ export async function ensurePki(layout: ClusterLayout, repoRoot: string): Promis
   return true;
 }
 
-export interface KubeconfigInput {
-  server: string;
-  caFile: string;
-  certFile: string;
-  keyFile: string;
-  user: string;
-}
-
-/** A kubeconfig with file references (absolute paths), as kubectl and kubit read them. */
-export function kubeconfigText(k: KubeconfigInput): string {
-  return `apiVersion: v1
-kind: Config
-clusters:
-- name: kubit
-  cluster:
-    server: ${k.server}
-    certificate-authority: ${k.caFile}
-users:
-- name: ${k.user}
-  user:
-    client-certificate: ${k.certFile}
-    client-key: ${k.keyFile}
-contexts:
-- name: kubit
-  context:
-    cluster: kubit
-    user: ${k.user}
-current-context: kubit
-`;
-}
-
 /** (Re)writes every kubeconfig: cheap, and it keeps them right if the state dir moved. */
 export async function writeKubeconfigs(layout: ClusterLayout, apiserverUrl: string): Promise<void> {
   const caFile = join(layout.pkiDir, 'ca.crt');
@@ -87,7 +57,7 @@ export async function writeKubeconfigs(layout: ClusterLayout, apiserverUrl: stri
   ];
   for (const [path, cert, user] of files) {
     await mkdir(dirname(path), { recursive: true });
-    const text = kubeconfigText({
+    const text = certKubeconfigYaml({
       server: apiserverUrl,
       caFile,
       certFile: join(layout.pkiDir, `${cert}.crt`),

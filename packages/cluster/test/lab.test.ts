@@ -17,13 +17,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { killStrayShims, removeAllSandboxes, unmountUnder } from '@kubit/kubelet/node-teardown';
 import { unitCommand } from '../src/install/direct.js';
 import { loadTemplates } from '../src/install/install.js';
 import { InventoryError, parseInventory } from '../src/install/inventory.js';
 import { hostPaths, planCluster } from '../src/install/plan.js';
 import { expandExecWords, parseEnvironmentFile, splitWords } from '../src/install/unit-file.js';
 import type { NodeLayout } from '../src/layout.js';
-import { killStrayShims, removeAllSandboxes, unmountNode } from '../src/node-cleanup.js';
 import {
   expectAppServing,
   fromSources,
@@ -362,7 +362,7 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     };
     // Pods first, while their containerd runs, so CNI frees addresses and veths.
     for (const h of nodeHosts())
-      await step(`sandboxes of ${h.name}`, () => removeAllSandboxes(nodeLayoutOf(h), repoRoot));
+      await step(`sandboxes of ${h.name}`, () => removeAllSandboxes(nodeLayoutOf(h).socket));
     if (inventoryFile && existsSync(inventoryFile)) {
       await step('kubit-install down', async () => {
         const r = await runInstaller(
@@ -392,8 +392,8 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     }
     for (const h of nodeHosts()) {
       const node = nodeLayoutOf(h);
-      killStrayShims(node);
-      await step(`mounts of ${h.name}`, () => unmountNode(node));
+      killStrayShims(node.socket);
+      await step(`mounts of ${h.name}`, () => unmountUnder(node.dir));
       await rm(join('/var/lib/cni/networks', node.networkName), { recursive: true, force: true });
     }
     for (const h of hosts) {

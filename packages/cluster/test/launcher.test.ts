@@ -9,19 +9,16 @@ import { freshBundle } from '@kubit/daemon';
 import { parseArgs } from '../src/args.js';
 import {
   apiserverCommand,
-  type Command,
-  containerdCommand,
+  clusterCommands,
   controllerManagerCommand,
   type DaemonRunner,
   daemonEnv,
   kubeletCommand,
-  registryCommand,
   schedulerCommand,
   storeCommands,
 } from '../src/commands.js';
 import {
   allPorts,
-  type ClusterPorts,
   type ClusterSettings,
   clusterPorts,
   DEFAULT_SETTINGS,
@@ -31,7 +28,7 @@ import {
   writeSettings,
 } from '../src/config.js';
 import { envFileText } from '../src/env-files.js';
-import { type ClusterLayout, clusterLayout } from '../src/layout.js';
+import { clusterLayout } from '../src/layout.js';
 import { fillTemplate } from '../src/node-runtime.js';
 import { parseNodeList } from '../src/probes.js';
 import {
@@ -54,19 +51,6 @@ async function temp(): Promise<string> {
 after(async () => {
   for (const d of temps) await rm(d, { recursive: true, force: true });
 });
-
-/** Every process the launcher supervises for a cluster, in the order up starts them. */
-function everyCommand(layout: ClusterLayout, ports: ClusterPorts, settings: ClusterSettings): Command[] {
-  return [
-    ...storeCommands(layout, ports, runner),
-    registryCommand(layout),
-    ...layout.nodes.map(containerdCommand),
-    apiserverCommand(layout, ports, runner),
-    schedulerCommand(layout, ports, runner),
-    controllerManagerCommand(layout, ports, settings, runner),
-    ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
-  ];
-}
 
 describe('layout', () => {
   it('puts everything under the state dir, one directory per node', () => {
@@ -171,7 +155,7 @@ describe('command lines', () => {
   const layout = clusterLayout('/var/lib/kubit-state', 2);
   const settings = { ...DEFAULT_SETTINGS, portOffset: 1000 };
   const ports = clusterPorts(settings, 3);
-  const all = everyCommand(layout, ports, settings);
+  const all = clusterCommands(layout, ports, settings, runner);
 
   it('mentions the state dir in every command line, which is how down recognizes its processes', () => {
     for (const c of all) {
@@ -303,7 +287,7 @@ describe('daemon environment and systemd units', () => {
       'kubit-controller-manager': { unit: 'kubit-controller-manager.service' },
       'kubit-kubelet-node-2': { unit: 'kubit-kubelet@.service', instance: 'node-2' },
     };
-    const names = everyCommand(layout, ports, DEFAULT_SETTINGS).map((c) => c.name);
+    const names = clusterCommands(layout, ports, DEFAULT_SETTINGS, runner).map((c) => c.name);
     for (const [name, { unit, instance }] of Object.entries(units)) {
       assert.ok(names.includes(name), name);
       const text = await readFile(join(repoRoot, 'deploy/systemd', unit), 'utf8');

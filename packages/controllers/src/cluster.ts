@@ -1,17 +1,17 @@
 // The port every controller talks through: the verbs of the Kubernetes REST API
 // the controllers need. The daemon implements it over @kubit/client; unit tests
-// use the in-memory FakeCluster.
+// use the in-memory FakeCluster (@kubit/controllers/testing).
 import type { ResourceRef } from '@kubit/client';
-import type { DeleteOptions, KObject } from './types.js';
+import type { DeleteOptions, KubeObject } from './types.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
 
-export interface WatchEvent<T extends KObject = KObject> {
+export interface WatchEvent<T extends KubeObject = KubeObject> {
   type: WatchEventType;
   object: T;
 }
 
-export interface ListResult<T extends KObject = KObject> {
+export interface ListResult<T extends KubeObject = KubeObject> {
   items: T[];
   resourceVersion: string;
 }
@@ -29,17 +29,17 @@ export interface WatchOptions {
 }
 
 export interface Cluster {
-  list<T extends KObject>(r: ResourceRef, namespace?: string): Promise<ListResult<T>>;
+  list<T extends KubeObject>(r: ResourceRef, namespace?: string): Promise<ListResult<T>>;
   watch(r: ResourceRef, opts: WatchOptions): WatchHandle;
-  get<T extends KObject>(r: ResourceRef, namespace: string | undefined, name: string): Promise<T>;
-  create<T extends KObject>(r: ResourceRef, namespace: string | undefined, obj: T): Promise<T>;
+  get<T extends KubeObject>(r: ResourceRef, namespace: string | undefined, name: string): Promise<T>;
+  create<T extends KubeObject>(r: ResourceRef, namespace: string | undefined, obj: T): Promise<T>;
   /** PUT of the object (or of its subresource: 'status', 'finalize' for namespaces). */
-  update<T extends KObject>(r: ResourceRef, obj: T, subresource?: 'status' | 'finalize'): Promise<T>;
+  update<T extends KubeObject>(r: ResourceRef, obj: T, subresource?: 'status' | 'finalize'): Promise<T>;
   delete(r: ResourceRef, namespace: string | undefined, name: string, opts?: DeleteOptions): Promise<void>;
 }
 
 /** namespace/name, or name for cluster-scoped objects: the work-queue key. */
-export function keyOf(obj: KObject): string {
+export function keyOf(obj: KubeObject): string {
   const ns = obj.metadata?.namespace;
   const name = obj.metadata?.name ?? '';
   return ns ? `${ns}/${name}` : name;

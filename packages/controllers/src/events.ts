@@ -1,11 +1,11 @@
 // Where controllers report what they did (kubectl describe shows it). The
 // daemon connects this to @kubit/client's EventRecorder; tests record in memory.
-import type { KObject } from './types.js';
+import type { KubeObject } from './types.js';
 
 export type EventType = 'Normal' | 'Warning';
 
 export interface EventSink {
-  event(obj: KObject, type: EventType, reason: string, message: string): void;
+  event(obj: KubeObject, type: EventType, reason: string, message: string): void;
 }
 
 export const noEvents: EventSink = { event() {} };
@@ -20,7 +20,7 @@ export interface RecordedEvent {
 export class RecordingEvents implements EventSink {
   readonly events: RecordedEvent[] = [];
 
-  event(obj: KObject, type: EventType, reason: string, message: string): void {
+  event(obj: KubeObject, type: EventType, reason: string, message: string): void {
     const ns = obj.metadata?.namespace;
     this.events.push({
       object: `${obj.kind}/${ns ? `${ns}/` : ''}${obj.metadata?.name}`,

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { alreadyExists, conflict, notFound } from '@kubit/api';
 import { apiVersionOf, type ResourceRef } from '@kubit/client';
 import type { Cluster, ListResult, WatchEvent, WatchHandle, WatchOptions } from './cluster.js';
-import type { DeleteOptions, KObject, Namespace, ObjectMeta } from './types.js';
+import type { DeleteOptions, KubeObject, Namespace, ObjectMeta } from './types.js';
 
 /** The server owns these fields; the types mark them read-only for clients. */
 type ServerMeta = { -readonly [K in keyof ObjectMeta]: ObjectMeta[K] };
@@ -37,7 +37,7 @@ const SUFFIX_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 const WITH_STATUS = new Set(['pods', 'replicasets', 'deployments', 'nodes', 'namespaces']);
 
 export class FakeCluster implements Cluster {
-  private readonly objects = new Map<string, KObject>();
+  private readonly objects = new Map<string, KubeObject>();
   private readonly history: { rv: number; r: ResourceRef; ev: WatchEvent }[] = [];
   private readonly watchers = new Set<Watcher>();
   private rv = 1;
@@ -67,7 +67,7 @@ export class FakeCluster implements Cluster {
   }
 
   /** Objects of a resource straight from the store (not through a watch). */
-  all<T extends KObject>(r: ResourceRef, namespace?: string): T[] {
+  all<T extends KubeObject>(r: ResourceRef, namespace?: string): T[] {
     const prefix = `${r.group}/${r.resource}/`;
     const out: T[] = [];
     for (const [k, v] of this.objects) {
@@ -84,7 +84,7 @@ export class FakeCluster implements Cluster {
 
   // ---- Cluster ----
 
-  async list<T extends KObject>(r: ResourceRef, namespace?: string): Promise<ListResult<T>> {
+  async list<T extends KubeObject>(r: ResourceRef, namespace?: string): Promise<ListResult<T>> {
     return { items: this.all<T>(r, namespace), resourceVersion: String(this.rv) };
   }
 
@@ -103,13 +103,13 @@ export class FakeCluster implements Cluster {
     };
   }
 
-  async get<T extends KObject>(r: ResourceRef, namespace: string | undefined, name: string): Promise<T> {
+  async get<T extends KubeObject>(r: ResourceRef, namespace: string | undefined, name: string): Promise<T> {
     const o = this.objects.get(this.key(r, namespace, name));
     if (!o) throw notFound({ group: r.group, resource: r.resource }, name);
     return structuredClone(o) as T;
   }
 
-  async create<T extends KObject>(r: ResourceRef, namespace: string | undefined, obj: T): Promise<T> {
+  async create<T extends KubeObject>(r: ResourceRef, namespace: string | undefined, obj: T): Promise<T> {
     this.maybeFail('create', r);
     const o = structuredClone(obj) as T;
     o.metadata ??= {};
@@ -134,11 +134,15 @@ export class FakeCluster implements Cluster {
     return structuredClone(o);
   }
 
-  async update<T extends KObject>(r: ResourceRef, obj: T, subresource?: 'status' | 'finalize'): Promise<T> {
+  async update<T extends KubeObject>(
+    r: ResourceRef,
+    obj: T,
+    subresource?: 'status' | 'finalize',
+  ): Promise<T> {
     this.maybeFail('update', r);
     const name = obj.metadata?.name ?? '';
     const k = this.key(r, obj.metadata?.namespace, name);
-    const old = this.objects.get(k) as (KObject & { spec?: unknown; status?: unknown }) | undefined;
+    const old = this.objects.get(k) as (KubeObject & { spec?: unknown; status?: unknown }) | undefined;
     if (!old) throw notFound({ group: r.group, resource: r.resource }, name);
     const want = obj.metadata?.resourceVersion;
     if (want && want !== old.metadata?.resourceVersion) {
@@ -149,7 +153,7 @@ export class FakeCluster implements Cluster {
       );
     }
     const incoming = structuredClone(obj) as T & { spec?: unknown; status?: unknown };
-    let next: KObject & { spec?: unknown; status?: unknown };
+    let next: KubeObject & { spec?: unknown; status?: unknown };
     if (subresource === 'status') {
       next = { ...structuredClone(old), status: incoming.status };
     } else if (subresource === 'finalize') {
@@ -199,7 +203,7 @@ export class FakeCluster implements Cluster {
       );
     }
     this.writes.push({ verb: 'delete', resource: r.resource, namespace, name });
-    const o = structuredClone(old) as KObject & {
+    const o = structuredClone(old) as KubeObject & {
       spec?: { finalizers?: string[] };
       status?: { phase?: string };
     };
@@ -225,7 +229,7 @@ export class FakeCluster implements Cluster {
 
   // ---- internals ----
 
-  private finished(r: ResourceRef, o: KObject & { spec?: unknown }): boolean {
+  private finished(r: ResourceRef, o: KubeObject & { spec?: unknown }): boolean {
     if (!o.metadata?.deletionTimestamp || (o.metadata.finalizers?.length ?? 0) > 0) return false;
     if (r.resource === 'namespaces')
       return ((o.spec as { finalizers?: string[] })?.finalizers?.length ?? 0) === 0;
@@ -244,13 +248,13 @@ export class FakeCluster implements Cluster {
     return `${r.group}/${r.resource}/${r.namespaced ? (namespace ?? 'default') : ''}/${name}`;
   }
 
-  private store(r: ResourceRef, k: string, o: KObject, type: 'ADDED' | 'MODIFIED'): void {
+  private store(r: ResourceRef, k: string, o: KubeObject, type: 'ADDED' | 'MODIFIED'): void {
     mut(o.metadata!).resourceVersion = String(++this.rv);
     this.objects.set(k, o);
     this.emit(r, { type, object: structuredClone(o) });
   }
 
-  private remove(r: ResourceRef, k: string, o: KObject): void {
+  private remove(r: ResourceRef, k: string, o: KubeObject): void {
     this.objects.delete(k);
     mut(o.metadata!).resourceVersion = String(++this.rv);
     this.emit(r, { type: 'DELETED', object: structuredClone(o) });

@@ -17,7 +17,7 @@ import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from './cluster.js';
 import type { Controller } from './controller.js';
 import { ensureIndex } from './shared-informers.js';
-import type { KObject, OwnerReference } from './types.js';
+import type { KubeObject, OwnerReference } from './types.js';
 
 export const FINALIZER_FOREGROUND = 'foregroundDeletion';
 export const FINALIZER_ORPHAN = 'orphan';
@@ -31,10 +31,10 @@ export interface GarbageCollectorOptions {
 
 interface Item {
   r: ResourceRef;
-  obj: KObject;
+  obj: KubeObject;
 }
 
-const hasFinalizer = (o: KObject, f: string) => o.metadata?.finalizers?.includes(f) === true;
+const hasFinalizer = (o: KubeObject, f: string) => o.metadata?.finalizers?.includes(f) === true;
 
 export class GarbageCollector implements Controller {
   readonly name = 'garbagecollector';
@@ -58,11 +58,11 @@ export class GarbageCollector implements Controller {
     }
   }
 
-  private enqueue(r: ResourceRef, o: KObject): void {
+  private enqueue(r: ResourceRef, o: KubeObject): void {
     this.queue.add(`${resourceId(r)}|${keyOf(o)}`);
   }
 
-  private changed(r: ResourceRef, o: KObject): void {
+  private changed(r: ResourceRef, o: KubeObject): void {
     if (
       hasFinalizer(o, FINALIZER_FOREGROUND) ||
       hasFinalizer(o, FINALIZER_ORPHAN) ||
@@ -74,12 +74,12 @@ export class GarbageCollector implements Controller {
     if (o.metadata?.deletionTimestamp) this.wakeOwners(o);
   }
 
-  private deleted(o: KObject): void {
+  private deleted(o: KubeObject): void {
     for (const d of this.dependentsOf(o.metadata?.uid ?? '')) this.enqueue(d.r, d.obj);
     this.wakeOwners(o);
   }
 
-  private wakeOwners(o: KObject): void {
+  private wakeOwners(o: KubeObject): void {
     for (const ref of o.metadata?.ownerReferences ?? []) {
       const owner = this.cachedOwner(o, ref);
       if (owner && hasFinalizer(owner.obj, FINALIZER_FOREGROUND)) this.enqueue(owner.r, owner.obj);
@@ -98,7 +98,7 @@ export class GarbageCollector implements Controller {
     return resourceForKind(ref.apiVersion, ref.kind, this.opts.resources);
   }
 
-  private cachedOwner(dependent: KObject, ref: OwnerReference): Item | undefined {
+  private cachedOwner(dependent: KubeObject, ref: OwnerReference): Item | undefined {
     const r = this.ownerResource(ref);
     if (!r) return undefined;
     const key = r.namespaced ? `${dependent.metadata?.namespace}/${ref.name}` : ref.name;
@@ -190,7 +190,7 @@ export class GarbageCollector implements Controller {
     await this.deleteItem(item, policy);
   }
 
-  private async anyOwnerAlive(o: KObject, refs: OwnerReference[]): Promise<boolean> {
+  private async anyOwnerAlive(o: KubeObject, refs: OwnerReference[]): Promise<boolean> {
     for (const ref of refs) {
       const s = await this.ownerState(o, ref);
       if (s === 'solid' || s === 'unknown') return true;
@@ -200,13 +200,13 @@ export class GarbageCollector implements Controller {
 
   /** solid: exists and is not being deleted foreground; waiting: deleting its dependents first. */
   private async ownerState(
-    dependent: KObject,
+    dependent: KubeObject,
     ref: OwnerReference,
   ): Promise<'solid' | 'waiting' | 'absent' | 'unknown'> {
     const r = this.ownerResource(ref);
     if (!r) return 'unknown';
     const ns = r.namespaced ? dependent.metadata?.namespace : undefined;
-    let owner: KObject | undefined = this.cachedOwner(dependent, ref)?.obj;
+    let owner: KubeObject | undefined = this.cachedOwner(dependent, ref)?.obj;
     if (!owner) {
       // The cache may lag: ask the apiserver before deleting anything.
       try {
@@ -241,9 +241,9 @@ export class GarbageCollector implements Controller {
   }
 
   /** Applies a change to the latest version of the object, retrying once on conflict. */
-  private async updateFresh(item: Item, change: (o: KObject) => void): Promise<void> {
+  private async updateFresh(item: Item, change: (o: KubeObject) => void): Promise<void> {
     const { namespace, name } = splitKey(keyOf(item.obj));
-    let current: KObject = structuredClone(item.obj);
+    let current: KubeObject = structuredClone(item.obj);
     for (let attempt = 0; ; attempt++) {
       change(current);
       try {

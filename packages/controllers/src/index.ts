@@ -13,8 +13,6 @@ export {
 export * from './deployment/util.js';
 export * from './events.js';
 export * from './expectations.js';
-export * from './fake-cluster.js';
-export * from './fake-transport.js';
 export * from './garbagecollector.js';
 export * from './labels.js';
 export * from './manager.js';

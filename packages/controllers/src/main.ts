@@ -14,8 +14,7 @@ import {
   runMain,
   Shutdown,
   StartupError,
-  selfSignedServingCert,
-  startHealthServer,
+  serveOperations,
 } from '@kubit/daemon';
 import { Command } from 'commander';
 import { parseCidr } from './cidr.js';
@@ -186,30 +185,16 @@ async function run(flags: Flags): Promise<void> {
   });
   void depth;
 
-  if (flags.securePort > 0) {
-    let tls = flags.tlsCertFile
-      ? { certFile: flags.tlsCertFile, keyFile: flags.tlsPrivateKeyFile! }
-      : undefined;
-    if (!tls) {
-      const cert = await selfSignedServingCert('kubit-controller-manager', flags.bindAddress);
-      shutdown.add(() => cert.cleanup());
-      tls = cert;
-    }
-    try {
-      const app = await startHealthServer({
-        host: flags.bindAddress,
-        port: flags.securePort,
-        registry,
-        log,
-        tls,
-      });
-      shutdown.add(() => app.close());
-    } catch (err) {
-      throw new StartupError(
-        `cannot serve on ${flags.bindAddress}:${flags.securePort}: ${(err as Error).message}`,
-      );
-    }
-  }
+  await serveOperations({
+    component: 'kubit-controller-manager',
+    bindAddress: flags.bindAddress,
+    securePort: flags.securePort,
+    tlsCertFile: flags.tlsCertFile,
+    tlsPrivateKeyFile: flags.tlsPrivateKeyFile,
+    registry,
+    log,
+    shutdown,
+  });
 
   const stop = new AbortController();
   let electing: Promise<void> = Promise.resolve();

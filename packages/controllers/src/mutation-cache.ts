@@ -5,7 +5,7 @@
 // (a Deployment that cannot see the ReplicaSet it just created scales another
 // one up past maxSurge). Reads go through view(), which puts each object this
 // controller wrote in place of an older cached copy, until the cache catches up.
-import type { KObject } from './types.js';
+import type { KubeObject } from './types.js';
 
 const DEFAULT_TTL_MS = 60_000;
 
@@ -17,7 +17,7 @@ interface Written<T> {
   at: number;
 }
 
-export class MutationCache<T extends KObject> {
+export class MutationCache<T extends KubeObject> {
   /** By uid: names can be reused after a delete, uids cannot. */
   private readonly writes = new Map<string, Written<T>>();
 

@@ -1,8 +1,24 @@
 // Small facts about objects shared by the controllers: controller refs, pod
 // readiness and availability, time stamps.
-import type { KObject, OwnerReference, Pod } from './types.js';
+import type { KubeObject, OwnerReference, Pod } from './types.js';
 
-export function controllerOf(o: KObject): OwnerReference | undefined {
+/**
+ * The controller reference a controller puts on what it creates (Kubernetes'
+ * metav1.NewControllerRef): the owner's kind, name and uid, marked as the
+ * controller, and blocking the owner's foreground deletion until it is gone.
+ */
+export function ownerRefFor(owner: KubeObject, kind: string, apiVersion = 'apps/v1'): OwnerReference {
+  return {
+    apiVersion,
+    kind,
+    name: owner.metadata?.name ?? '',
+    uid: owner.metadata?.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+export function controllerOf(o: KubeObject): OwnerReference | undefined {
   return o.metadata?.ownerReferences?.find((r) => r.controller === true);
 }
 

@@ -10,7 +10,7 @@ import type { Controller } from './controller.js';
 import { type EventSink, noEvents } from './events.js';
 import { Expectations } from './expectations.js';
 import { compileSelector, labelsContain } from './labels.js';
-import { controllerOf, isPodActive, isPodAvailable, isPodReady } from './objects.js';
+import { controllerOf, isPodActive, isPodAvailable, isPodReady, ownerRefFor } from './objects.js';
 import { podsToDelete } from './pod-ranking.js';
 
 import type { OwnerReference, Pod, ReplicaSet } from './types.js';
@@ -210,7 +210,7 @@ export class ReplicaSetController implements Controller {
 
   private async adopt(rs: ReplicaSet, p: Pod): Promise<Pod | undefined> {
     const next = structuredClone(p);
-    next.metadata!.ownerReferences = [...(p.metadata?.ownerReferences ?? []), ownerRefFor(rs)];
+    next.metadata!.ownerReferences = [...(p.metadata?.ownerReferences ?? []), ownerRefFor(rs, 'ReplicaSet')];
     try {
       return await this.cluster.update(resources.pods, next);
     } catch (err) {
@@ -359,17 +359,6 @@ function normalize(s: RSStatus | undefined) {
   };
 }
 
-export function ownerRefFor(rs: ReplicaSet): OwnerReference {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'ReplicaSet',
-    name: rs.metadata?.name ?? '',
-    uid: rs.metadata?.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  };
-}
-
 /** The pod a ReplicaSet creates: its template, named `<rs>-xxxxx`, owned by it. */
 export function podFromTemplate(rs: ReplicaSet): Pod {
   const t = rs.spec?.template;
@@ -383,7 +372,7 @@ export function podFromTemplate(rs: ReplicaSet): Pod {
       labels: meta.labels ? { ...meta.labels } : undefined,
       annotations: meta.annotations ? { ...meta.annotations } : undefined,
       finalizers: meta.finalizers ? [...meta.finalizers] : undefined,
-      ownerReferences: [ownerRefFor(rs)],
+      ownerReferences: [ownerRefFor(rs, 'ReplicaSet')],
     },
     spec: structuredClone(t?.spec ?? { containers: [] }),
   };

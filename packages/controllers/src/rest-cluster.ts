@@ -1,8 +1,8 @@
 // The Cluster port over @kubit/client: the real apiserver's REST API and watch.
 import { type Status, StatusError } from '@kubit/api';
-import type { KubeClient, KubeObject, ResourceRef } from '@kubit/client';
+import type { KubeClient, ResourceRef } from '@kubit/client';
 import type { Cluster, ListResult, WatchHandle, WatchOptions } from './cluster.js';
-import type { DeleteOptions, KObject } from './types.js';
+import type { DeleteOptions, KubeObject } from './types.js';
 
 // kubernetes-types marks server-set fields read-only; on the wire they are the same objects.
 const wire = <T>(o: T): KubeObject => o as unknown as KubeObject;
@@ -11,7 +11,7 @@ const typed = <T>(o: unknown): T => o as T;
 export class RestCluster implements Cluster {
   constructor(private readonly client: KubeClient) {}
 
-  async list<T extends KObject>(r: ResourceRef, namespace?: string): Promise<ListResult<T>> {
+  async list<T extends KubeObject>(r: ResourceRef, namespace?: string): Promise<ListResult<T>> {
     const l = await this.client.listAll(r, { namespace });
     return { items: typed<T[]>(l.items), resourceVersion: l.metadata?.resourceVersion ?? '' };
   }
@@ -32,22 +32,26 @@ export class RestCluster implements Cluster {
           w.stop();
           return;
         }
-        opts.onEvent({ type: ev.type, object: typed<KObject>(ev.object) });
+        opts.onEvent({ type: ev.type, object: typed<KubeObject>(ev.object) });
       },
       onClose: (err) => opts.onClose(failure ?? err),
     });
     return { stop: () => w.stop() };
   }
 
-  async get<T extends KObject>(r: ResourceRef, namespace: string | undefined, name: string): Promise<T> {
+  async get<T extends KubeObject>(r: ResourceRef, namespace: string | undefined, name: string): Promise<T> {
     return typed<T>(await this.client.get(r, name, { namespace }));
   }
 
-  async create<T extends KObject>(r: ResourceRef, namespace: string | undefined, obj: T): Promise<T> {
+  async create<T extends KubeObject>(r: ResourceRef, namespace: string | undefined, obj: T): Promise<T> {
     return typed<T>(await this.client.create(r, wire(obj), { namespace }));
   }
 
-  async update<T extends KObject>(r: ResourceRef, obj: T, subresource?: 'status' | 'finalize'): Promise<T> {
+  async update<T extends KubeObject>(
+    r: ResourceRef,
+    obj: T,
+    subresource?: 'status' | 'finalize',
+  ): Promise<T> {
     return typed<T>(await this.client.update(r, wire(obj), { subresource }));
   }
 

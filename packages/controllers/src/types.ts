@@ -1,9 +1,11 @@
-// The Kubernetes object types the controllers read and write, from @kubit/api.
+// The Kubernetes object types the controllers read and write, from @kubit/api;
+// KubeObject is any object, what generic code (GC, namespace cleanup) handles.
 export type {
   DeleteOptions,
   Deployment,
   DeploymentCondition,
   DeploymentSpec,
+  KubeObject,
   LabelSelector,
   LabelSelectorRequirement,
   Lease,
@@ -18,12 +20,3 @@ export type {
   Taint,
   Toleration,
 } from '@kubit/api';
-
-import type { ObjectMeta } from '@kubit/api';
-
-/** Any Kubernetes object: what generic code (GC, namespace cleanup) handles. */
-export interface KObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: ObjectMeta;
-}

@@ -1,8 +1,7 @@
 // Starting kubit-controller-manager as a real process for the integration tests.
 import { request } from 'node:https';
-import { join } from 'node:path';
 import type { KubeClient } from '@kubit/client';
-import { type ControlPlane, daemonCommand, startProcess, type TestProcess } from '@kubit/testkit';
+import { type ControlPlane, startDaemon, type TestProcess } from '@kubit/testkit';
 
 /** What the client's write verbs take; kubernetes-types objects are the same on the wire. */
 export type Wire = Parameters<KubeClient['create']>[1];
@@ -14,12 +13,10 @@ export function startControllerManager(
   name: string,
   port: number,
 ): TestProcess {
-  const cmd = daemonCommand('controllers', 'main.ts');
-  return startProcess({
+  return startDaemon({
     name,
-    command: cmd.command,
+    pkg: 'controllers',
     args: [
-      ...cmd.args,
       `--kubeconfig=${kubeconfig}`,
       '--leader-elect=true',
       '--allocate-node-cidrs=true',
@@ -30,8 +27,7 @@ export function startControllerManager(
       `--secure-port=${port}`,
       '--bind-address=127.0.0.1',
     ],
-    env: { KUBIT_LOG_FORMAT: 'json' },
-    logFile: join(cp.logDir, `${name}.log`),
+    logDir: cp.logDir,
   });
 }
 

@@ -11,8 +11,8 @@ import {
   rollbackTemplate,
 } from '../src/deployment/util.js';
 import { RecordingEvents } from '../src/events.js';
-import { FakeCluster } from '../src/fake-cluster.js';
 import { ReplicaSetController } from '../src/replicaset.js';
+import { FakeCluster } from '../src/testing.js';
 import type { Deployment, Pod, ReplicaSet } from '../src/types.js';
 import { newFactory, runAllPods, runPod, settle, startInformers, template } from './helpers.js';
 
@@ -519,17 +519,8 @@ describe('Deployment controller', () => {
 describe('Deployment failures', () => {
   test('a ReplicaSet that cannot create pods shows as ReplicaFailure on the Deployment', async () => {
     const { cluster, informers, run, rsc, dc } = await setup();
-    const { StatusError } = await import('@kubit/api');
-    const quota = () =>
-      new StatusError({
-        kind: 'Status',
-        apiVersion: 'v1',
-        metadata: {},
-        status: 'Failure',
-        code: 403,
-        reason: 'Forbidden',
-        message: 'pods "web-x" is forbidden: exceeded quota',
-      });
+    const { forbiddenWithMessage } = await import('@kubit/api');
+    const quota = () => forbiddenWithMessage({ group: '', resource: 'pods' }, 'web-x', 'exceeded quota');
     for (let i = 0; i < 50; i++) cluster.failNext.push({ verb: 'create', resource: 'pods', error: quota() });
     await cluster.create(res.deployments, 'default', deployment('web', 2));
     await run();

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { resources as res } from '@kubit/client';
 import { DeploymentController } from '../src/deployment/controller.js';
-import { FakeCluster } from '../src/fake-cluster.js';
 import { GarbageCollector } from '../src/garbagecollector.js';
 import { ReplicaSetController } from '../src/replicaset.js';
-import type { ConfigMapLike, KObject, OwnerReference, Pod, ReplicaSet } from './gc-types.js';
+import { FakeCluster } from '../src/testing.js';
+import type { ConfigMapLike, KubeObject, OwnerReference, Pod, ReplicaSet } from './gc-types.js';
 import { newFactory, replicaSet, settle, startInformers, template } from './helpers.js';
 
 const monitored = [res.deployments, res.replicasets, res.pods, res.configmaps];
@@ -25,7 +25,7 @@ async function setup(withWorkloadControllers = false) {
   return { cluster, informers, gc, run: () => settle(controllers) };
 }
 
-const ref = (o: KObject, block = true): OwnerReference => ({
+const ref = (o: KubeObject, block = true): OwnerReference => ({
   apiVersion: o.apiVersion!,
   kind: o.kind!,
   name: o.metadata!.name!,
@@ -40,7 +40,7 @@ const names = (c: FakeCluster, r = res.pods) =>
     .map((o) => o.metadata!.name)
     .sort();
 
-async function ownedPods(cluster: FakeCluster, owner: KObject, n: number, block = true) {
+async function ownedPods(cluster: FakeCluster, owner: KubeObject, n: number, block = true) {
   for (let i = 0; i < n; i++) {
     await cluster.create<Pod>(res.pods, 'default', {
       metadata: { name: `p${i}`, ownerReferences: [ref(owner, block)] },

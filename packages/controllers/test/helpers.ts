@@ -2,8 +2,7 @@
 // and play the parts of the scheduler and kubelet on pods.
 import { resources as res, SharedInformerFactory } from '@kubit/client';
 import { type Controller, processOne } from '../src/controller.js';
-import type { FakeCluster } from '../src/fake-cluster.js';
-import { fakeKubeClient } from '../src/fake-transport.js';
+import { type FakeCluster, fakeKubeClient } from '../src/testing.js';
 import type { Pod, PodTemplateSpec, ReplicaSet } from '../src/types.js';
 
 export const tick = () => new Promise<void>((r) => setImmediate(r));

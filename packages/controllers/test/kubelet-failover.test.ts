@@ -12,14 +12,14 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Node, Pod, ReplicaSet } from '@kubit/api';
 import { KubeClient, resources } from '@kubit/client';
+import { unmountUnder } from '@kubit/kubelet/node-teardown';
 import {
   type ControlPlane,
-  daemonCommand,
   freePort,
   pushTestImages,
   startContainerd,
   startControlPlane,
-  startProcess,
+  startDaemon,
   startRegistry,
   startTestKubelet,
   type TestContainerd,
@@ -29,7 +29,6 @@ import {
   waitFor,
 } from '@kubit/testkit';
 import { w } from './cm-process.js';
-import { unmountUnder } from './mounts.js';
 
 const NODES = ['node-a', 'node-b'];
 const NS = 'default';
@@ -68,14 +67,7 @@ function logs(): string {
 }
 
 function start(name: string, pkg: string, args: string[]): TestProcess {
-  const cmd = daemonCommand(pkg, 'main.ts');
-  return startProcess({
-    name,
-    command: cmd.command,
-    args: [...cmd.args, ...args],
-    env: { KUBIT_LOG_FORMAT: 'json' },
-    logFile: join(root?.path ?? '', `${name}.log`),
-  });
+  return startDaemon({ name, pkg, args, logDir: root?.path ?? '' });
 }
 
 async function startNode(plane: ControlPlane, reg: TestRegistry, name: string): Promise<RealNode> {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { resources as res } from '@kubit/client';
-import { FakeCluster } from '../src/fake-cluster.js';
 import { NamespaceController, namespacedForCleanup } from '../src/namespace.js';
+import { FakeCluster } from '../src/testing.js';
 import type { Namespace, Pod } from '../src/types.js';
 import { newFactory, replicaSet, settle, sleep, startInformers } from './helpers.js';
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { resources as res } from '@kubit/client';
 import { parseCidr, SubnetSet } from '../src/cidr.js';
-import { FakeCluster } from '../src/fake-cluster.js';
 import { NodeIpamController } from '../src/nodeipam.js';
+import { FakeCluster } from '../src/testing.js';
 import type { Node } from '../src/types.js';
 import { newFactory, settle, startInformers } from './helpers.js';
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { resources as res } from '@kubit/client';
-import { FakeCluster } from '../src/fake-cluster.js';
 import { NodeLifecycleController } from '../src/nodelifecycle.js';
 import { evictionTime, tolerates } from '../src/taints.js';
+import { FakeCluster } from '../src/testing.js';
 import type { Lease, Node, Pod } from '../src/types.js';
 import { newFactory, settle, startInformers } from './helpers.js';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { resources as res } from '@kubit/client';
-import { FakeCluster } from '../src/fake-cluster.js';
 import { PodGarbageCollector } from '../src/podgc.js';
+import { FakeCluster } from '../src/testing.js';
 import type { Node, Pod } from '../src/types.js';
 import { newFactory, settle, startInformers } from './helpers.js';
 

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { resources as res } from '@kubit/client';
 import { RecordingEvents } from '../src/events.js';
-import { FakeCluster } from '../src/fake-cluster.js';
 import { podsToDelete } from '../src/pod-ranking.js';
 import { ReplicaSetController } from '../src/replicaset.js';
+import { FakeCluster } from '../src/testing.js';
 import type { Pod, ReplicaSet } from '../src/types.js';
 import { newFactory, replicaSet, runAllPods, runPod, settle, startInformers } from './helpers.js';
 
@@ -198,16 +198,8 @@ describe('ReplicaSet controller', () => {
     await settle([rsc]);
     assert.equal(pods(cluster).length, 5);
 
-    const { StatusError } = await import('@kubit/api');
-    const err = new StatusError({
-      kind: 'Status',
-      apiVersion: 'v1',
-      metadata: {},
-      status: 'Failure',
-      code: 403,
-      reason: 'Forbidden',
-      message: 'exceeded quota',
-    });
+    const { forbiddenWithMessage } = await import('@kubit/api');
+    const err = forbiddenWithMessage({ group: '', resource: 'pods' }, 'web-x', 'exceeded quota');
     const rs = await getRS(cluster, 'web');
     await cluster.update(res.replicasets, { ...rs, spec: { ...rs.spec!, replicas: 20 } });
     await new Promise((r) => setImmediate(r));

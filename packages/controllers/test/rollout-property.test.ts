@@ -11,8 +11,8 @@ import fc from 'fast-check';
 import { processOne } from '../src/controller.js';
 import { DeploymentController } from '../src/deployment/controller.js';
 import { resolveFenceposts } from '../src/deployment/util.js';
-import { FakeCluster } from '../src/fake-cluster.js';
 import { ReplicaSetController } from '../src/replicaset.js';
+import { FakeCluster } from '../src/testing.js';
 import type { Deployment, Pod, ReplicaSet } from '../src/types.js';
 import { newFactory, runAllPods, runPod, settle, startInformers, template, tick } from './helpers.js';
 

@@ -1,11 +1,13 @@
 // Stopping and starting again the apiserver of a testkit control plane, on the
 // same port and store, for tests of a kubelet that loses its control plane.
-// (testkit's startControlPlane has no restart; its flags are repeated here.)
+// (testkit's startControlPlane has no restart; the flags are the same pkiApiserverFlags.)
 import { join } from 'node:path';
+import { apiserverArgs } from '@kubit/apiserver/flags';
 import {
   type ControlPlane,
   daemonCommand,
   httpsGet,
+  pkiApiserverFlags,
   startProcess,
   type TestProcess,
   waitFor,
@@ -21,20 +23,12 @@ export async function startApiserverAgain(cp: ControlPlane): Promise<TestProcess
     command: cmd.command,
     args: [
       ...cmd.args,
-      `--secure-port=${port}`,
-      '--bind-address=127.0.0.1',
-      `--tls-cert-file=${pki.apiserver.cert}`,
-      `--tls-private-key-file=${pki.apiserver.key}`,
-      `--client-ca-file=${pki.caFile}`,
-      `--token-auth-file=${join(cp.dir, 'tokens.csv')}`,
-      `--etcd-servers=${cp.storeEndpoints.join(',')}`,
-      `--etcd-cafile=${pki.caFile}`,
-      `--etcd-certfile=${pki.apiserverEtcdClient.cert}`,
-      `--etcd-keyfile=${pki.apiserverEtcdClient.key}`,
-      '--authorization-mode=Node,RBAC',
-      `--kubelet-client-certificate=${pki.apiserverKubeletClient.cert}`,
-      `--kubelet-client-key=${pki.apiserverKubeletClient.key}`,
-      `--kubelet-certificate-authority=${pki.caFile}`,
+      ...apiserverArgs({
+        bindAddress: '127.0.0.1',
+        securePort: port,
+        ...pkiApiserverFlags(pki, cp.storeEndpoints),
+        tokenAuthFile: join(cp.dir, 'tokens.csv'),
+      }),
     ],
     env: { KUBIT_LOG_FORMAT: 'json' },
     logFile: join(cp.logDir, 'apiserver-restarted.log'),

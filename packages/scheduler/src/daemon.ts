@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import {
   EventRecorder,
   HttpTransport,
+  type Informer,
   KubeClient,
   LeaderElector,
   loadClientConfig,
@@ -16,10 +17,11 @@ import {
   Counter,
   createLogger,
   createRegistry,
+  type Logger,
+  type Registry,
   Shutdown,
   StartupError,
-  selfSignedServingCert,
-  startHealthServer,
+  serveOperations,
 } from '@kubit/daemon';
 import { EventSink } from './event-sink.js';
 import {
@@ -32,7 +34,6 @@ import { KubeSchedulerApi } from './kube-api.js';
 import { createSchedulerMetrics } from './metrics.js';
 import { podKey } from './pod-info.js';
 import { Scheduler } from './scheduler.js';
-
 import type { Node, Pod } from './types.js';
 
 /** Bindings the scheduler keeps in flight (the loop waits for a slot beyond this). */
@@ -61,6 +62,44 @@ export interface DaemonOptions {
 
 export async function runDaemon(o: DaemonOptions): Promise<void> {
   const log = createLogger({ name: 'kubit-scheduler' });
+  const { cfg, frameworks } = loadProfiles(o);
+  const clients = schedulerClients(o);
+  const registry = createRegistry();
+  const wired = wireScheduler(cfg, frameworks, clients, registry, log);
+  const shutdown = new Shutdown(log);
+  shutdown.install();
+  if (Boolean(o.tlsCertFile) !== Boolean(o.tlsPrivateKeyFile)) {
+    throw new StartupError('--tls-cert-file and --tls-private-key-file go together');
+  }
+  await serveOperations({
+    component: 'kubit-scheduler',
+    bindAddress: o.bindAddress,
+    securePort: o.securePort,
+    tlsCertFile: o.tlsCertFile,
+    tlsPrivateKeyFile: o.tlsPrivateKeyFile,
+    registry,
+    log,
+    shutdown,
+    readiness: [
+      {
+        name: 'informer-sync',
+        check: () => {
+          if (!wired.podInformer.hasSynced() || !wired.nodeInformer.hasSynced())
+            throw new Error('informers not synced yet');
+        },
+      },
+    ],
+  });
+  await syncCaches(wired, shutdown, frameworks, log);
+  if (o.leaderElect) await scheduleWhileLeading(o, clients.client, wired, shutdown, log);
+  else await scheduleUntilShutdown(wired, shutdown, log);
+}
+
+/** The scheduler configuration file (or the default one) and a framework per profile. */
+function loadProfiles(o: DaemonOptions): {
+  cfg: SchedulerConfig;
+  frameworks: ReturnType<typeof buildFramework>[];
+} {
   let cfg: SchedulerConfig;
   try {
     cfg = o.config ? loadSchedulerConfig(o.config) : defaultConfig();
@@ -68,10 +107,15 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
     throw new StartupError((err as Error).message);
   }
   const percentage = o.percentageOfNodesToScore ?? cfg.percentageOfNodesToScore;
-  const frameworks = cfg.profiles.map((p) => buildFramework(p, percentage));
+  return { cfg, frameworks: cfg.profiles.map((p) => buildFramework(p, percentage)) };
+}
 
-  let client: KubeClient;
-  let eventClient: KubeClient;
+interface SchedulerClients {
+  client: KubeClient;
+  eventClient: KubeClient;
+}
+
+function schedulerClients(o: DaemonOptions): SchedulerClients {
   try {
     const config = loadClientConfig({ kubeconfig: o.kubeconfig, server: o.master });
     const userAgent = 'kubit-scheduler';
@@ -80,20 +124,39 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
     // round, so many outstanding bindings make each cheaper. Measured at 3,000 pods
     // (store CPU per pod, 3 members): 64 connections 1.55 ms, 256 connections 1.10 ms.
     // The informers' watches and lists and the lease need a few more.
-    client = new KubeClient(config, {
+    const client = new KubeClient(config, {
       userAgent,
       transport: new HttpTransport(config, { userAgent, maxSockets: BINDINGS_IN_FLIGHT + 8 }),
     });
     // Events get connections of their own: in the shared pool they would queue behind
     // hundreds of bindings and mostly be dropped during a burst.
-    eventClient = new KubeClient(config, {
+    const eventClient = new KubeClient(config, {
       userAgent,
       transport: new HttpTransport(config, { userAgent, maxSockets: EVENT_WRITERS }),
     });
+    return { client, eventClient };
   } catch (err) {
     throw new StartupError(`cannot load the kubeconfig: ${(err as Error).message}`);
   }
-  const identity = `${hostname()}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** The scheduler, fed by informers, with its event writers. Nothing runs yet. */
+interface WiredScheduler {
+  scheduler: Scheduler;
+  factory: SharedInformerFactory;
+  podInformer: Informer<Pod & { metadata?: object }>;
+  nodeInformer: Informer<Node & { metadata?: object }>;
+  recorder: EventRecorder;
+  sink: EventSink;
+}
+
+function wireScheduler(
+  cfg: SchedulerConfig,
+  frameworks: ReturnType<typeof buildFramework>[],
+  { client, eventClient }: SchedulerClients,
+  registry: Registry,
+  log: Logger,
+): WiredScheduler {
   const recorder = new EventRecorder(client, {
     component: 'default-scheduler',
     host: hostname(),
@@ -106,7 +169,6 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
   const nodeInformer = factory.forResource<Node & { metadata?: object }>(resources.nodes);
   // Namespace labels, for pod (anti-)affinity terms with a namespaceSelector.
   const nsInformer = factory.forResource(resources.namespaces);
-  const registry = createRegistry();
   const eventsDropped = new Counter({
     name: 'scheduler_events_dropped_total',
     help: 'Scheduled events not written because the event queue was full (events are best effort).',
@@ -153,72 +215,60 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
     onUpdate: (a, b) => s.onPodUpdate(a, b),
     onDelete: (p) => s.onPodDelete(p),
   });
+  return { scheduler: s, factory, podInformer, nodeInformer, recorder, sink };
+}
 
-  const shutdown = new Shutdown(log);
-  shutdown.install();
-  if (Boolean(o.tlsCertFile) !== Boolean(o.tlsPrivateKeyFile)) {
-    throw new StartupError('--tls-cert-file and --tls-private-key-file go together');
-  }
-  if (o.securePort > 0) {
-    let tls =
-      o.tlsCertFile && o.tlsPrivateKeyFile
-        ? { certFile: o.tlsCertFile, keyFile: o.tlsPrivateKeyFile }
-        : undefined;
-    if (!tls) {
-      try {
-        const cert = await selfSignedServingCert('kubit-scheduler', o.bindAddress);
-        shutdown.add(() => cert.cleanup());
-        tls = cert;
-      } catch (err) {
-        throw new StartupError((err as Error).message);
-      }
-    }
-    const health = await startHealthServer({
-      host: o.bindAddress,
-      port: o.securePort,
-      registry,
-      log,
-      tls,
-      readiness: [
-        {
-          name: 'informer-sync',
-          check: () => {
-            if (!podInformer.hasSynced() || !nodeInformer.hasSynced())
-              throw new Error('informers not synced yet');
-          },
-        },
-      ],
-    }).catch((err: Error) => {
-      throw new StartupError(`cannot serve on ${o.bindAddress}:${o.securePort}: ${err.message}`);
-    });
-    shutdown.add(() => health.close());
-  }
-
-  factory.start();
-  shutdown.add(() => factory.stop());
-  await factory.waitForCacheSync();
+async function syncCaches(
+  w: WiredScheduler,
+  shutdown: Shutdown,
+  frameworks: ReturnType<typeof buildFramework>[],
+  log: Logger,
+): Promise<void> {
+  w.factory.start();
+  shutdown.add(() => w.factory.stop());
+  await w.factory.waitForCacheSync();
   log.info(
-    { nodes: nodeInformer.store.list().length, profiles: frameworks.map((f) => f.schedulerName) },
+    { nodes: w.nodeInformer.store.list().length, profiles: frameworks.map((f) => f.schedulerName) },
     'caches synced',
   );
+}
 
-  const lead = async (signal: AbortSignal) => {
-    log.info({ identity }, 'scheduling');
-    const loop = s.start();
-    await new Promise<void>((res) => signal.addEventListener('abort', () => res(), { once: true }));
-    await s.stop();
-    await loop;
-  };
+/** Schedules until `signal` aborts, then lets the bindings in flight finish. */
+async function schedule(
+  w: WiredScheduler,
+  signal: AbortSignal,
+  identity: string,
+  log: Logger,
+): Promise<void> {
+  log.info({ identity }, 'scheduling');
+  const loop = w.scheduler.start();
+  await new Promise<void>((res) => signal.addEventListener('abort', () => res(), { once: true }));
+  await w.scheduler.stop();
+  await loop;
+}
 
-  if (!o.leaderElect) {
-    const ac = new AbortController();
-    shutdown.add(async () => {
-      ac.abort();
-      await Promise.all([recorder.flush(), sink.flush()]);
-    });
-    await lead(ac.signal);
-    return;
-  }
+function newIdentity(): string {
+  return `${hostname()}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+}
+
+async function scheduleUntilShutdown(w: WiredScheduler, shutdown: Shutdown, log: Logger): Promise<void> {
+  const ac = new AbortController();
+  shutdown.add(async () => {
+    ac.abort();
+    await Promise.all([w.recorder.flush(), w.sink.flush()]);
+  });
+  await schedule(w, ac.signal, newIdentity(), log);
+}
+
+/** --leader-elect: schedules only while holding the Lease; losing it ends the process. */
+async function scheduleWhileLeading(
+  o: DaemonOptions,
+  client: KubeClient,
+  w: WiredScheduler,
+  shutdown: Shutdown,
+  log: Logger,
+): Promise<void> {
+  const identity = newIdentity();
   const stopElection = new AbortController();
   let stopping = false;
   const elector = new LeaderElector(client, {
@@ -228,7 +278,7 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
     leaseDurationMs: o.leaseDurationMs,
     renewDeadlineMs: o.renewDeadlineMs,
     retryPeriodMs: o.retryPeriodMs,
-    onStartedLeading: lead,
+    onStartedLeading: (signal) => schedule(w, signal, identity, log),
     onNewLeader: (who) => log.info({ leader: who }, 'new leader elected'),
     onStoppedLeading: () => {
       if (stopping) return;
@@ -243,7 +293,7 @@ export async function runDaemon(o: DaemonOptions): Promise<void> {
     stopping = true;
     stopElection.abort();
     await election;
-    await Promise.all([recorder.flush(), sink.flush()]);
+    await Promise.all([w.recorder.flush(), w.sink.flush()]);
   });
   await election;
 }

@@ -11,10 +11,9 @@ import { after, before, describe, it } from 'node:test';
 import { KubeClient, resources } from '@kubit/client';
 import {
   type ControlPlane,
-  daemonCommand,
   freePort,
   startControlPlane,
-  startProcess,
+  startDaemon,
   type TestProcess,
   waitFor,
 } from '@kubit/testkit';
@@ -37,19 +36,11 @@ function startScheduler(
   extra: string[],
   name: string,
 ): TestProcess {
-  const cmd = daemonCommand('scheduler', 'main.ts');
-  return startProcess({
+  return startDaemon({
     name,
-    command: cmd.command,
-    args: [
-      ...cmd.args,
-      `--kubeconfig=${kubeconfig}`,
-      `--secure-port=${port}`,
-      '--bind-address=127.0.0.1',
-      ...extra,
-    ],
-    env: { KUBIT_LOG_FORMAT: 'json' },
-    logFile: `${cp.logDir}/${name}.log`,
+    pkg: 'scheduler',
+    args: [`--kubeconfig=${kubeconfig}`, `--secure-port=${port}`, '--bind-address=127.0.0.1', ...extra],
+    logDir: cp.logDir,
   });
 }
 

@@ -1,48 +1,13 @@
 // The runtime's floor for pod startup: RunPodSandbox + CreateContainer +
 // StartContainer straight through CRI on the same containerd the kubelet uses,
-// with the kubelet's proto file and nothing of Kubit in between.
+// with the kubelet's CRI client and nothing else of Kubit in between.
 import { join } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { CriRuntime, type PodSandboxConfig } from '@kubit/kubelet/cri';
 import { sleeperContainerConfig } from '../src/images.js';
-import { repoRoot } from '../src/process.js';
 
-type Unary = (
-  req: unknown,
-  meta: grpc.Metadata,
-  opts: grpc.CallOptions,
-  cb: (err: Error | null, res: unknown) => void,
-) => void;
-
-export class CriClient {
-  private readonly client: grpc.Client;
-
-  constructor(socket: string) {
-    const def = protoLoader.loadSync(join(repoRoot, 'packages', 'kubelet', 'proto', 'runtime.proto'), {
-      keepCase: false,
-      longs: Number,
-      enums: String,
-      defaults: true,
-    });
-    const pkg = grpc.loadPackageDefinition(def) as unknown as {
-      runtime: { v1: { RuntimeService: grpc.ServiceClientConstructor } };
-    };
-    this.client = new pkg.runtime.v1.RuntimeService(`unix:${socket}`, grpc.credentials.createInsecure());
-  }
-
-  call<T>(method: string, req: unknown, timeoutMs = 120_000): Promise<T> {
-    const fn = (this.client as unknown as Record<string, Unary>)[method];
-    if (typeof fn !== 'function') throw new Error(`CRI RuntimeService has no method ${method}`);
-    return new Promise((resolve, reject) => {
-      fn.call(this.client, req, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) =>
-        err ? reject(err) : resolve(res as T),
-      );
-    });
-  }
-
-  close(): void {
-    this.client.close();
-  }
+/** The kubelet's CRI client on `socket`, with the floor's two-minute deadline for every call. */
+export function floorCriClient(socket: string): CriRuntime {
+  return new CriRuntime({ endpoint: socket, timeoutMs: 120_000 });
 }
 
 /** How long each CRI call of one floor pod took, ms. */
@@ -54,10 +19,10 @@ export interface FloorSteps {
 
 /** One sandbox with one container running `sleep`, the same shape as the benchmark's pods. */
 export async function startSandboxWithContainer(
-  cri: CriClient,
+  cri: CriRuntime,
   opts: { name: string; image: string; logDirectory: string },
 ): Promise<{ sandboxId: string; ms: number; steps: FloorSteps }> {
-  const sandboxConfig = {
+  const sandboxConfig: PodSandboxConfig = {
     metadata: { name: opts.name, uid: `uid-${opts.name}`, namespace: 'cri-floor', attempt: 0 },
     hostname: opts.name,
     logDirectory: join(opts.logDirectory, opts.name),
@@ -67,18 +32,15 @@ export async function startSandboxWithContainer(
     linux: { securityContext: { namespaceOptions: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } } },
   };
   const t0 = performance.now();
-  const { podSandboxId } = await cri.call<{ podSandboxId: string }>('RunPodSandbox', {
-    config: sandboxConfig,
-    runtimeHandler: '',
-  });
+  const podSandboxId = await cri.runPodSandbox(sandboxConfig);
   const t1 = performance.now();
-  const { containerId } = await cri.call<{ containerId: string }>('CreateContainer', {
+  const containerId = await cri.createContainer(
     podSandboxId,
-    config: sleeperContainerConfig(opts.image),
+    sleeperContainerConfig(opts.image),
     sandboxConfig,
-  });
+  );
   const t2 = performance.now();
-  await cri.call('StartContainer', { containerId });
+  await cri.startContainer(containerId);
   const t3 = performance.now();
   return {
     sandboxId: podSandboxId,
@@ -87,7 +49,7 @@ export async function startSandboxWithContainer(
   };
 }
 
-export async function removeSandbox(cri: CriClient, sandboxId: string): Promise<void> {
-  await cri.call('StopPodSandbox', { podSandboxId: sandboxId });
-  await cri.call('RemovePodSandbox', { podSandboxId: sandboxId });
+export async function removeSandbox(cri: CriRuntime, sandboxId: string): Promise<void> {
+  await cri.stopPodSandbox(sandboxId);
+  await cri.removePodSandbox(sandboxId);
 }

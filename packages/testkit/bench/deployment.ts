@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { Deployment, Node, Pod } from '@kubit/api';
 import { type KubeClient, resources, type Watch } from '@kubit/client';
 import type { ControlPlane } from '../src/controlplane.js';
-import { daemonCommand, freePort, startProcess, type TestProcess } from '../src/process.js';
+import { freePort, startDaemon, type TestProcess } from '../src/process.js';
 import {
   benchClient,
   machineHeader,
@@ -36,14 +36,7 @@ const NS = 'bench';
 const NAME = 'web';
 
 function daemon(cp: ControlPlane, name: string, pkg: string, entry: string, args: string[]): TestProcess {
-  const cmd = daemonCommand(pkg, entry);
-  return startProcess({
-    name,
-    command: cmd.command,
-    args: [...cmd.args, ...args],
-    env: { KUBIT_LOG_FORMAT: 'json' },
-    logFile: join(cp.logDir, `${name}.log`),
-  });
+  return startDaemon({ name, pkg, entry, args, logDir: cp.logDir });
 }
 
 /** The error for a daemon that exited, with the end of its log (the log directory goes away at clean-up). */

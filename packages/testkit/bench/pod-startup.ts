@@ -21,10 +21,11 @@
 // run prints, per step, how long after the POST it happened.
 //
 // Build first: npx tsc -b packages/testkit packages/apiserver packages/scheduler packages/kubelet packages/store
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Pod } from '@kubit/api';
 import { type KubeClient, resources } from '@kubit/client';
+import { shimPids } from '@kubit/kubelet/node-teardown';
 import { startContainerd } from '../src/containerd.js';
 import { BUSYBOX_IMAGE, pushTestImages } from '../src/images.js';
 import { startTestKubelet } from '../src/kubelet.js';
@@ -46,7 +47,7 @@ import {
   table,
   UsageError,
 } from './common.js';
-import { CriClient, type FloorSteps, removeSandbox, startSandboxWithContainer } from './cri.js';
+import { type FloorSteps, floorCriClient, removeSandbox, startSandboxWithContainer } from './cri.js';
 
 const SCRIPT = 'bench:pod-startup';
 const NODE = 'bench-node';
@@ -267,21 +268,6 @@ function cpuMs(pid: number): number {
   return cpu ? cpu.self + cpu.children : 0;
 }
 
-/** PIDs of the containerd shims serving `socket` (they name it on their command line). */
-function shimPids(socket: string): number[] {
-  const out: number[] = [];
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0');
-      if (cmd[0]?.includes('containerd-shim') && cmd.includes(socket)) out.push(Number(e));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
-
 /** apiserver_request_total by "VERB resource", from the apiserver's /metrics. */
 async function apiRequests(client: KubeClient): Promise<Map<string, number>> {
   const out = new Map<string, number>();
@@ -412,7 +398,7 @@ runBench(async (cleanup) => {
   // and Kubit take turns, pod by pod: this machine's speed drifts by tens of percent
   // within a minute, and taking turns gives both sides the same drift.
   progress(`${flags.singles} pods one at a time, the CRI floor and kubit taking turns`);
-  const cri = new CriClient(containerd.socket);
+  const cri = floorCriClient(containerd.socket);
   cleanup.add('cri client', () => cri.close());
   const floorSingles: number[] = [];
   const floorSteps: FloorSteps[] = [];

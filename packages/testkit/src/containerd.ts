@@ -1,11 +1,16 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { CriRuntime } from '@kubit/kubelet/cri';
+import {
+  killStrayShims,
+  removeAllSandboxes,
+  removeCniNetwork,
+  unmountUnder,
+} from '@kubit/kubelet/node-teardown';
 import { PAUSE_IMAGE } from './images.js';
 import {
   claimForTestProcess,
@@ -76,101 +81,6 @@ async function pickPodCidr(): Promise<string> {
   throw new Error('no free 10.244.x.0/24 for a test pod network');
 }
 
-/** The CRI client the harness uses for clean-up, loaded from the kubelet's proto file. */
-function criRuntimeClient(
-  socket: string,
-): grpc.Client & Record<string, grpc.MethodDefinition<unknown, unknown>> {
-  const def = protoLoader.loadSync(join(repoRoot, 'packages', 'kubelet', 'proto', 'runtime.proto'), {
-    keepCase: false,
-    longs: Number,
-    enums: String,
-    defaults: true,
-  });
-  const pkg = grpc.loadPackageDefinition(def) as unknown as {
-    runtime: { v1: { RuntimeService: grpc.ServiceClientConstructor } };
-  };
-  return new pkg.runtime.v1.RuntimeService(`unix:${socket}`, grpc.credentials.createInsecure()) as never;
-}
-
-function unary<T>(client: grpc.Client, method: string, req: unknown, timeoutMs = 60_000): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const fn = (client as unknown as Record<string, (...args: unknown[]) => void>)[method];
-    fn.call(client, req, { deadline: Date.now() + timeoutMs }, (err: Error | null, res: T) =>
-      err ? reject(err) : resolve(res),
-    );
-  });
-}
-
-/** Stops and removes every sandbox: CNI DEL runs, netns and shims go away. */
-async function removeAllSandboxes(socket: string): Promise<void> {
-  const client = criRuntimeClient(socket);
-  try {
-    const res = await unary<{ items: { id: string }[] }>(client, 'ListPodSandbox', {}, 10_000);
-    for (const sb of res.items) {
-      await unary(client, 'StopPodSandbox', { podSandboxId: sb.id }).catch(() => {});
-      await unary(client, 'RemovePodSandbox', { podSandboxId: sb.id }).catch(() => {});
-    }
-  } finally {
-    client.close();
-  }
-}
-
-/** PIDs of containerd-shim processes serving this instance (their command line names our socket). */
-function shimPids(socket: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (cmd[0]?.includes('containerd-shim') && cmd.includes(socket)) pids.push(Number(entry));
-    } catch {
-      // the process went away
-    }
-  }
-  return pids;
-}
-
-/** Children of `pid` (from /proc), so a shim's containers can be killed with it. */
-function childPids(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === pid) out.push(Number(entry));
-    } catch {
-      // the process went away
-    }
-  }
-  return out;
-}
-
-/** SIGKILLs a process and everything under it, children first seen before the parent dies. */
-function killTree(pid: number): void {
-  const children = childPids(pid);
-  try {
-    process.kill(pid, 'SIGSTOP'); // no new children while we collect them
-  } catch {
-    return;
-  }
-  for (const c of children) killTree(c);
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
-
-/** Mount points under `prefix`, deepest first, so they can be unmounted in order. */
-function mountsUnder(prefix: string): string[] {
-  const lines = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
-  const out = lines
-    .map((l) => l.split(' ')[4])
-    .filter((m): m is string => typeof m === 'string' && (m === prefix || m.startsWith(`${prefix}/`)));
-  return [...new Set(out)].sort((a, b) => b.length - a.length);
-}
-
 export async function startContainerd(opts: ContainerdOptions = {}): Promise<TestContainerd> {
   if (process.getuid?.() !== 0) throw new Error('a test containerd needs root (CNI, mounts, cgroups)');
   const tmp = await tempDir('kubit-containerd-');
@@ -239,12 +149,12 @@ export async function startContainerd(opts: ContainerdOptions = {}): Promise<Tes
         if (!p.running)
           throw new Error(`containerd exited; log: ${await readFile(join(dir, 'containerd.log'), 'utf8')}`);
         if (!existsSync(socket)) return false;
-        const client = criRuntimeClient(socket);
+        const cri = new CriRuntime({ endpoint: socket, timeoutMs: 2000 });
         try {
-          await unary(client, 'Version', { version: 'v1' }, 2000);
+          await cri.version();
           return true;
         } finally {
-          client.close();
+          cri.close();
         }
       },
       30_000,
@@ -262,17 +172,11 @@ export async function startContainerd(opts: ContainerdOptions = {}): Promise<Tes
       proc = launch();
       await waitServing(proc).catch(() => {});
     }
-    if (proc.running) await removeAllSandboxes(socket).catch(() => {});
+    if (proc.running) await removeAllSandboxes(socket, 60_000).catch(() => {});
     await proc.stop(10_000);
-    for (const pid of shimPids(socket)) killTree(pid);
-    for (const m of mountsUnder(dir)) await run('umount', ['-l', m]).catch(() => {});
-    if (existsSync(`/sys/class/net/${bridge}`)) await run('ip', ['link', 'del', bridge]).catch(() => {});
-    await rm(join('/var/lib/cni/networks', networkName), { recursive: true, force: true });
-    if (existsSync('/var/lib/cni/results')) {
-      for (const f of readdirSync('/var/lib/cni/results')) {
-        if (f.startsWith(`${networkName}-`)) await rm(join('/var/lib/cni/results', f), { force: true });
-      }
-    }
+    killStrayShims(socket);
+    await unmountUnder(dir);
+    await removeCniNetwork(bridge, networkName);
     if (process.env.KUBIT_KEEP_CONTAINERD_LOG) {
       process.stderr.write(`containerd log kept at ${join(dir, 'containerd.log')}\n`);
       return;

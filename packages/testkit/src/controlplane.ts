@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { join } from 'node:path';
+import { type ApiServerFlags, apiserverArgs } from '@kubit/apiserver/flags';
+import { certKubeconfigYaml } from '@kubit/client';
 import { Etcd3 } from 'etcd3';
 import { StoreCluster, type StoreProgram } from './etcd.js';
 import { generatePki, type Pki } from './pki.js';
@@ -167,28 +169,36 @@ export async function writeKubeconfig(
   path: string,
   opts: { server: string; caFile: string; cert: string; key: string; user?: string },
 ): Promise<void> {
-  const user = opts.user ?? 'user';
-  const text = `apiVersion: v1
-kind: Config
-clusters:
-- name: kubit
-  cluster:
-    server: ${opts.server}
-    certificate-authority: ${opts.caFile}
-users:
-- name: ${user}
-  user:
-    client-certificate: ${opts.cert}
-    client-key: ${opts.key}
-contexts:
-- name: kubit
-  context:
-    cluster: kubit
-    user: ${user}
-    namespace: default
-current-context: kubit
-`;
+  const text = certKubeconfigYaml({
+    server: opts.server,
+    caFile: opts.caFile,
+    certFile: opts.cert,
+    keyFile: opts.key,
+    user: opts.user ?? 'user',
+    namespace: 'default',
+  });
   await writeFile(path, text);
+}
+
+/**
+ * The apiserver's flags for a test PKI: its serving pair, mTLS towards the
+ * store and the kubelets, client certificates checked against the CA, Node and
+ * RBAC authorization. The harness's apiserver and a test's restarted one share it.
+ */
+export function pkiApiserverFlags(pki: Pki, storeEndpoints: string[]): ApiServerFlags {
+  return {
+    tlsCertFile: pki.apiserver.cert,
+    tlsPrivateKeyFile: pki.apiserver.key,
+    clientCaFile: pki.caFile,
+    etcdServers: storeEndpoints,
+    etcdCaFile: pki.caFile,
+    etcdCertFile: pki.apiserverEtcdClient.cert,
+    etcdKeyFile: pki.apiserverEtcdClient.key,
+    authorizationModes: ['Node', 'RBAC'],
+    kubeletClientCertificate: pki.apiserverKubeletClient.cert,
+    kubeletClientKey: pki.apiserverKubeletClient.key,
+    kubeletCertificateAuthority: pki.caFile,
+  };
 }
 
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -218,20 +228,12 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       args: [
         ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
         ...cmd.args,
-        `--secure-port=${port}`,
-        '--bind-address=127.0.0.1',
-        `--tls-cert-file=${pki.apiserver.cert}`,
-        `--tls-private-key-file=${pki.apiserver.key}`,
-        `--client-ca-file=${pki.caFile}`,
-        `--token-auth-file=${tokenFile}`,
-        `--etcd-servers=${store.endpoints.join(',')}`,
-        `--etcd-cafile=${pki.caFile}`,
-        `--etcd-certfile=${pki.apiserverEtcdClient.cert}`,
-        `--etcd-keyfile=${pki.apiserverEtcdClient.key}`,
-        '--authorization-mode=Node,RBAC',
-        `--kubelet-client-certificate=${pki.apiserverKubeletClient.cert}`,
-        `--kubelet-client-key=${pki.apiserverKubeletClient.key}`,
-        `--kubelet-certificate-authority=${pki.caFile}`,
+        ...apiserverArgs({
+          bindAddress: '127.0.0.1',
+          securePort: port,
+          ...pkiApiserverFlags(pki, store.endpoints),
+          tokenAuthFile: tokenFile,
+        }),
         ...(options.apiserverArgs ?? []),
       ],
       env: { KUBIT_LOG_FORMAT: 'json' },

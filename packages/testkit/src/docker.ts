@@ -3,6 +3,7 @@ import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { unmountUnder } from '@kubit/kubelet/node-teardown';
 import { repoRoot, startProcess, TestProcess, tempDir, waitFor } from './process.js';
 
 const run = promisify(execFile);
@@ -28,17 +29,6 @@ export interface TestDockerEngine {
   logTail(lines?: number): string;
   /** Stops dockerd by PID (it stops its containers and its containerd) and removes its directories. */
   stop(): Promise<void>;
-}
-
-/** Lazily unmounts whatever is still mounted under `dir` (overlay layers, netns files), deepest first. */
-async function unmountUnder(dir: string): Promise<void> {
-  const mounts = readFileSync('/proc/self/mounts', 'utf8')
-    .split('\n')
-    .map((l) => l.split(' ')[1] ?? '')
-    .map((p) => p.replace(/\\040/g, ' '))
-    .filter((p) => p === dir || p.startsWith(`${dir}/`))
-    .sort((a, b) => b.length - a.length);
-  for (const m of mounts) await run('umount', ['-l', m]).catch(() => undefined);
 }
 
 export interface DockerEngineOptions {

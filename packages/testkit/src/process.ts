@@ -1,21 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { freshBundle } from '@kubit/daemon';
+import { freshBundle, repoRootOf } from '@kubit/daemon';
 
 /** The repository's root directory: the nearest ancestor with pnpm-workspace.yaml (from src/ or dist/src/). */
-export const repoRoot = findRepoRoot(dirname(fileURLToPath(import.meta.url)));
-
-function findRepoRoot(from: string): string {
-  for (let dir = from; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'pnpm-workspace.yaml'))) return dir;
-    if (dirname(dir) === dir) throw new Error(`no pnpm-workspace.yaml above ${from}`);
-  }
-}
+export const repoRoot = repoRootOf(import.meta.url);
 
 /**
  * How to run one of Kubit's daemons: from TypeScript sources under the test
@@ -115,6 +107,29 @@ export function startProcess(opts: StartOptions): TestProcess {
   started.add(p);
   void p.exited.then(() => started.delete(p));
   return p;
+}
+
+export interface DaemonProcessOptions {
+  /** Names the process and its log file `<logDir>/<name>.log`. */
+  name: string;
+  /** The package whose daemon runs: "scheduler", "controllers", ... */
+  pkg: string;
+  /** Its entry point under src/ (default main.ts). */
+  entry?: string;
+  args: string[];
+  logDir: string;
+}
+
+/** One of Kubit's daemons (daemonCommand) with JSON logs to its own file in `logDir`. */
+export function startDaemon(o: DaemonProcessOptions): TestProcess {
+  const cmd = daemonCommand(o.pkg, o.entry ?? 'main.ts');
+  return startProcess({
+    name: o.name,
+    command: cmd.command,
+    args: [...cmd.args, ...o.args],
+    env: { KUBIT_LOG_FORMAT: 'json' },
+    logFile: join(o.logDir, `${o.name}.log`),
+  });
 }
 
 /** Stops, by PID, every process this test file started and has not stopped yet. */

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Node } from '@kubit/api';
 import { KubeClient, resources } from '@kubit/client';
 import { type ControlPlane, startControlPlane } from './controlplane.js';
-import { daemonCommand, freePort, startProcess, type TestProcess, waitFor } from './process.js';
+import { freePort, startDaemon, type TestProcess, waitFor } from './process.js';
 
 export interface WorkloadClusterOptions {
   /** Hollow nodes to register (named hollow-0, hollow-1, ...). Default 2. */
@@ -31,16 +31,7 @@ export async function startWorkloadCluster(opts: WorkloadClusterOptions = {}): P
   const cp = await startControlPlane();
   const procs: TestProcess[] = [];
   const daemon = (name: (typeof DAEMONS)[number], pkg: string, entry: string, args: string[]) => {
-    const cmd = daemonCommand(pkg, entry);
-    procs.push(
-      startProcess({
-        name,
-        command: cmd.command,
-        args: [...cmd.args, ...args],
-        env: { KUBIT_LOG_FORMAT: 'json' },
-        logFile: join(cp.logDir, `${name}.log`),
-      }),
-    );
+    procs.push(startDaemon({ name, pkg, entry, args, logDir: cp.logDir }));
   };
   const stop = async () => {
     for (const p of procs.reverse()) await p.stop();

@@ -5,7 +5,7 @@
 import { isNotFound, StatusError } from '@kubit/api';
 import type { APIResourceInfo, KubeObject } from '@kubit/client';
 import { applyPatch, withLastApplied } from '../apply/threeway.js';
-import { addSourceToError, CliError, formatError } from '../errors.js';
+import { addSourceToError, CliError, formatError, PerTargetErrors } from '../errors.js';
 import { type Factory, parseDurationMs } from '../factory.js';
 import { type Manifest, readManifests } from '../manifests.js';
 import { objectName, parseOutput, printObjects } from '../printers/output.js';
@@ -61,73 +61,64 @@ export async function apply(f: Factory, o: ApplyOptions): Promise<void> {
   const manifests = await readManifests(o.filename ?? [], o.recursive ?? false, () => f.io.readStdin());
   const client = await f.client();
   const items = await prepare(f, manifests);
-  let failed = false;
+  const errors = new PerTargetErrors(f.io.err);
   const printed: { r: APIResourceInfo; obj: KubeObject }[] = [];
   const applied: Prepared[] = [];
-  for (const it of items) {
+  await errors.each(items, async (it) => {
+    if (!it.name)
+      throw new CliError(
+        `error when retrieving current configuration of:\nResource: "${it.r.resource}", GroupVersionKind: "${it.r.kind}"\nName: "", Namespace: "${it.namespace ?? ''}"\nfrom server for: "${it.m.source}": resource name may not be empty`,
+      );
+    let live: KubeObject | undefined;
     try {
-      if (!it.name)
-        throw new CliError(
-          `error when retrieving current configuration of:\nResource: "${it.r.resource}", GroupVersionKind: "${it.r.kind}"\nName: "", Namespace: "${it.namespace ?? ''}"\nfrom server for: "${it.m.source}": resource name may not be empty`,
-        );
-      let live: KubeObject | undefined;
-      try {
-        live = await client.get<KubeObject>(it.r, it.name, { namespace: it.namespace });
-      } catch (e) {
-        if (!isNotFound(e)) throw addSourceToError('retrieving current configuration of', it.m.source, e);
-      }
-      let result: KubeObject;
-      let verb: string;
-      if (!live) {
-        const body = withLastApplied(it.m.object) as KubeObject;
+      live = await client.get<KubeObject>(it.r, it.name, { namespace: it.namespace });
+    } catch (e) {
+      if (!isNotFound(e)) throw addSourceToError('retrieving current configuration of', it.m.source, e);
+    }
+    let result: KubeObject;
+    let verb: string;
+    if (!live) {
+      const body = withLastApplied(it.m.object) as KubeObject;
+      result =
+        mode === 'client'
+          ? body
+          : await client
+              .create<KubeObject>(it.r, body, {
+                namespace: it.namespace,
+                dryRun: mode === 'server',
+                fieldManager: o.fieldManager,
+              })
+              .catch((e) => {
+                throw addSourceToError('creating', it.m.source, e);
+              });
+      verb = 'created';
+    } else {
+      const patch = applyPatch(it.m.object, live as Record<string, unknown>);
+      if (Object.keys(patch).length === 0) {
+        result = live;
+        verb = 'unchanged';
+      } else {
         result =
           mode === 'client'
-            ? body
+            ? live
             : await client
-                .create<KubeObject>(it.r, body, {
+                .patch<KubeObject>(it.r, it.name, patch, {
+                  type: 'strategic',
                   namespace: it.namespace,
                   dryRun: mode === 'server',
                   fieldManager: o.fieldManager,
                 })
                 .catch((e) => {
-                  throw addSourceToError('creating', it.m.source, e);
+                  throw addSourceToError('patching', it.m.source, e);
                 });
-        verb = 'created';
-      } else {
-        const patch = applyPatch(it.m.object, live as Record<string, unknown>);
-        if (Object.keys(patch).length === 0) {
-          result = live;
-          verb = 'unchanged';
-        } else {
-          result =
-            mode === 'client'
-              ? live
-              : await client
-                  .patch<KubeObject>(it.r, it.name, patch, {
-                    type: 'strategic',
-                    namespace: it.namespace,
-                    dryRun: mode === 'server',
-                    fieldManager: o.fieldManager,
-                  })
-                  .catch((e) => {
-                    throw addSourceToError('patching', it.m.source, e);
-                  });
-          verb = 'configured';
-        }
+        verb = 'configured';
       }
-      result = withKind(it.r, result);
-      applied.push(it);
-      if (format) printed.push({ r: it.r, obj: result });
-      else f.io.out.write(`${objectName(it.r, result)} ${verb}${suffix(mode)}\n`);
-    } catch (e) {
-      if (e instanceof CliError || e instanceof StatusError) {
-        f.io.err.write(`${formatError(e)}\n`);
-        failed = true;
-        continue;
-      }
-      throw e;
     }
-  }
+    result = withKind(it.r, result);
+    applied.push(it);
+    if (format) printed.push({ r: it.r, obj: result });
+    else f.io.out.write(`${objectName(it.r, result)} ${verb}${suffix(mode)}\n`);
+  });
   if (format) f.io.out.write(printObjects(format, printed, printed.length === 1));
   if (o.wait && mode === 'none' && applied.length > 0) {
     const { waitForAll } = await import('./wait.js');
@@ -137,7 +128,7 @@ export async function apply(f: Factory, o: ApplyOptions): Promise<void> {
       parseDurationMs(o.timeout ?? '60s'),
     );
   }
-  if (failed) throw new CliError('', 1);
+  errors.finish();
 }
 
 interface CreateOptions {

@@ -1,9 +1,8 @@
 // kubit label / kubit annotate: KEY=VALUE to set, KEY- to remove, with
 // --overwrite required to change an existing value.
 
-import { StatusError } from '@kubit/api';
 import type { KubeObject } from '@kubit/client';
-import { CliError, formatError } from '../errors.js';
+import { CliError, PerTargetErrors } from '../errors.js';
 import type { Factory } from '../factory.js';
 import { objectName, parseOutput, printObjects } from '../printers/output.js';
 import { listObjects, withKind } from './fetch.js';
@@ -68,57 +67,47 @@ export async function label(
   const client = await f.client();
   const targets = await resolveTargets(f, resources, {});
   const format = o.output ? parseOutput(o.output) : undefined;
-  let failed = false;
+  const errors = new PerTargetErrors(f.io.err);
   for (const t of targets) {
     let objs: KubeObject[];
     if (t.names.length > 0) objs = t.names.map((name) => ({ metadata: { name, namespace: t.namespace } }));
     else if (o.all || o.selector)
       objs = (await listObjects(client, t.r, t.namespace, { labelSelector: o.selector })).items;
     else throw new CliError('resource(s) were provided, but no name was specified');
-    for (const ref of objs) {
+    await errors.each(objs, async (ref) => {
       const name = ref.metadata?.name ?? '';
-      try {
-        const cur = withKind(t.r, await client.get<KubeObject>(t.r, name, { namespace: t.namespace }));
-        const existing = (cur.metadata?.[field] ?? {}) as Record<string, string>;
-        if (o.list) {
-          for (const [k, v] of Object.entries(existing)) f.io.out.write(`${k}=${v}\n`);
-          continue;
-        }
-        if (!o.overwrite) {
-          for (const [k, v] of Object.entries(changes.set)) {
-            if (k in existing && existing[k] !== v) {
-              throw new CliError(`'${k}' already has a value (${existing[k]}), and --overwrite is false`);
-            }
+      const cur = withKind(t.r, await client.get<KubeObject>(t.r, name, { namespace: t.namespace }));
+      const existing = (cur.metadata?.[field] ?? {}) as Record<string, string>;
+      if (o.list) {
+        for (const [k, v] of Object.entries(existing)) f.io.out.write(`${k}=${v}\n`);
+        return;
+      }
+      if (!o.overwrite) {
+        for (const [k, v] of Object.entries(changes.set)) {
+          if (k in existing && existing[k] !== v) {
+            throw new CliError(`'${k}' already has a value (${existing[k]}), and --overwrite is false`);
           }
         }
-        const patchField: Record<string, string | null> = { ...changes.set };
-        for (const k of changes.remove) patchField[k] = null;
-        const unchanged =
-          Object.entries(changes.set).every(([k, v]) => existing[k] === v) &&
-          changes.remove.every((k) => !(k in existing));
-        const patch: Record<string, unknown> = { metadata: { [field]: patchField } };
-        if (o.resourceVersion)
-          (patch.metadata as Record<string, unknown>).resourceVersion = o.resourceVersion;
-        const updated = unchanged
-          ? cur
-          : withKind(
-              t.r,
-              await client.patch<KubeObject>(t.r, name, patch, { type: 'merge', namespace: t.namespace }),
-            );
-        if (format) f.io.out.write(printObjects(format, [{ r: t.r, obj: updated }], true));
-        else {
-          const done = verb === 'label' ? 'labeled' : 'annotated';
-          f.io.out.write(`${objectName(t.r, updated)} ${unchanged ? `not ${done}` : done}\n`);
-        }
-      } catch (e) {
-        if (e instanceof StatusError || e instanceof CliError) {
-          f.io.err.write(`${formatError(e)}\n`);
-          failed = true;
-          continue;
-        }
-        throw e;
       }
-    }
+      const patchField: Record<string, string | null> = { ...changes.set };
+      for (const k of changes.remove) patchField[k] = null;
+      const unchanged =
+        Object.entries(changes.set).every(([k, v]) => existing[k] === v) &&
+        changes.remove.every((k) => !(k in existing));
+      const patch: Record<string, unknown> = { metadata: { [field]: patchField } };
+      if (o.resourceVersion) (patch.metadata as Record<string, unknown>).resourceVersion = o.resourceVersion;
+      const updated = unchanged
+        ? cur
+        : withKind(
+            t.r,
+            await client.patch<KubeObject>(t.r, name, patch, { type: 'merge', namespace: t.namespace }),
+          );
+      if (format) f.io.out.write(printObjects(format, [{ r: t.r, obj: updated }], true));
+      else {
+        const done = verb === 'label' ? 'labeled' : 'annotated';
+        f.io.out.write(`${objectName(t.r, updated)} ${unchanged ? `not ${done}` : done}\n`);
+      }
+    });
   }
-  if (failed) throw new CliError('', 1);
+  errors.finish();
 }

@@ -4,7 +4,7 @@
 import { StatusError } from '@kubit/api';
 import type { APIResourceInfo, KubeClient } from '@kubit/client';
 import { resources } from '@kubit/client';
-import { CliError, formatError } from '../errors.js';
+import { CliError, PerTargetErrors } from '../errors.js';
 import { type Factory, parseDurationMs } from '../factory.js';
 import { objectName, parseOutput, printObjects } from '../printers/output.js';
 import {
@@ -74,35 +74,26 @@ export async function rollout(
 ): Promise<void> {
   const list = await items(f, sub, args, o);
   const client = await f.client();
-  let failed = false;
-  for (const it of list) {
-    try {
-      switch (sub) {
-        case 'status':
-          await status(f, client, it, o);
-          break;
-        case 'history':
-          await showHistory(f, client, it, o);
-          break;
-        case 'undo':
-          await undo(f, client, it, o.toRevision ?? 0);
-          break;
-        case 'restart':
-        case 'pause':
-        case 'resume':
-          await setField(f, client, it, sub);
-          break;
-      }
-    } catch (e) {
-      if (e instanceof StatusError || e instanceof CliError) {
-        f.io.err.write(`${formatError(e)}\n`);
-        failed = true;
-        continue;
-      }
-      throw e;
+  const errors = new PerTargetErrors(f.io.err);
+  await errors.each(list, async (it) => {
+    switch (sub) {
+      case 'status':
+        await status(f, client, it, o);
+        break;
+      case 'history':
+        await showHistory(f, client, it, o);
+        break;
+      case 'undo':
+        await undo(f, client, it, o.toRevision ?? 0);
+        break;
+      case 'restart':
+      case 'pause':
+      case 'resume':
+        await setField(f, client, it, sub);
+        break;
     }
-  }
-  if (failed) throw new CliError('', 1);
+  });
+  errors.finish();
 }
 
 /** Prints each new state of the rollout until it completes (or once, with --watch=false). */

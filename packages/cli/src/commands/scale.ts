@@ -1,9 +1,8 @@
 // kubit scale: sets spec.replicas through the scale subresource, optionally
 // only if the current count is what the user expects (--current-replicas).
 
-import { StatusError } from '@kubit/api';
 import type { APIResourceInfo, KubeClient, KubeObject } from '@kubit/client';
-import { CliError, formatError } from '../errors.js';
+import { CliError, PerTargetErrors } from '../errors.js';
 import type { Factory } from '../factory.js';
 import { objectName } from '../printers/output.js';
 import { listObjects } from './fetch.js';
@@ -74,7 +73,7 @@ export async function scale(f: Factory, args: string[], o: ScaleOptions): Promis
   const client = await f.client();
   const targets = await resolveTargets(f, args, o);
   const all = await f.resources();
-  let failed = false;
+  const errors = new PerTargetErrors(f.io.err);
   for (const t of targets) {
     if (!hasScale(all, t.r)) {
       throw new CliError(`cannot scale ${t.r.resource}: the server serves no scale subresource for it`);
@@ -86,19 +85,10 @@ export async function scale(f: Factory, args: string[], o: ScaleOptions): Promis
         (i) => i.metadata?.name ?? '',
       );
     }
-    for (const name of names) {
-      try {
-        await scaleOne(client, t.r, t.namespace, name, { ...o, replicas });
-        f.io.out.write(`${objectName(t.r, { metadata: { name } })} scaled\n`);
-      } catch (e) {
-        if (e instanceof StatusError || e instanceof CliError) {
-          f.io.err.write(`${formatError(e)}\n`);
-          failed = true;
-          continue;
-        }
-        throw e;
-      }
-    }
+    await errors.each(names, async (name) => {
+      await scaleOne(client, t.r, t.namespace, name, { ...o, replicas });
+      f.io.out.write(`${objectName(t.r, { metadata: { name } })} scaled\n`);
+    });
   }
-  if (failed) throw new CliError('', 1);
+  errors.finish();
 }

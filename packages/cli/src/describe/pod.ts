@@ -2,7 +2,7 @@
 
 import type { KubeObject } from '@kubit/client';
 import { rfc1123z } from './format.js';
-import type { DescribeWriter } from './writer.js';
+import { type DescribeWriter, writeCommandAndArgs } from './writer.js';
 
 interface ContainerSpec {
   name: string;
@@ -118,14 +118,7 @@ function writeContainers(
       ports.length > 1 ? 'Host Ports' : 'Host Port',
       ports.length ? ports.map((p) => `${p.hostPort ?? 0}/${p.protocol ?? 'TCP'}`).join(', ') : '<none>',
     );
-    if (c.command?.length) {
-      w.line(2, 'Command:');
-      for (const part of c.command) w.line(3, part);
-    }
-    if (c.args?.length) {
-      w.line(2, 'Args:');
-      for (const part of c.args) w.line(3, part);
-    }
+    writeCommandAndArgs(w, 2, c);
     if (st) {
       writeState(w, 2, 'State', st.state);
       const last = st.lastState;

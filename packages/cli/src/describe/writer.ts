@@ -60,3 +60,19 @@ export function align(rows: string[][], padding = 2): string {
     .map((l) => `${l}\n`)
     .join('');
 }
+
+/** A container's Command: and Args: lines as kubectl describe writes them, one part a line beneath. */
+export function writeCommandAndArgs(
+  w: DescribeWriter,
+  indent: number,
+  c: { command?: string[]; args?: string[] },
+): void {
+  if (c.command?.length) {
+    w.line(indent, 'Command:');
+    for (const part of c.command) w.line(indent + 1, part);
+  }
+  if (c.args?.length) {
+    w.line(indent, 'Args:');
+    for (const part of c.args) w.line(indent + 1, part);
+  }
+}

@@ -1,24 +1,5 @@
 // Small renderings shared by printers and describers.
-
-/** Kubernetes' short human duration: 45s, 3m20s, 5h, 12d, 2y. */
-export function humanDuration(ms: number): string {
-  const seconds = Math.floor(ms / 1000);
-  if (seconds < -1) return '<invalid>';
-  if (seconds < 0) return '0s';
-  if (seconds < 120) return `${seconds}s`;
-  const minutes = Math.floor(seconds / 60);
-  if (minutes < 10) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m${seconds % 60}s`;
-  if (minutes < 180) return `${minutes}m`;
-  const hours = Math.floor(minutes / 60);
-  if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
-  if (hours < 48) return `${hours}h`;
-  const days = Math.floor(hours / 24);
-  if (hours < 24 * 8) return hours % 24 === 0 ? `${days}d` : `${days}d${hours % 24}h`;
-  if (days < 365 * 2) return `${days}d`;
-  const years = Math.floor(days / 365);
-  if (years < 8) return days % 365 === 0 ? `${years}y` : `${years}y${days % 365}d`;
-  return `${years}y`;
-}
+import { humanDuration } from '@kubit/api';
 
 export function ageOf(timestamp: unknown, now = Date.now()): string {
   if (typeof timestamp !== 'string' || !timestamp) return '<unknown>';

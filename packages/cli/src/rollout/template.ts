@@ -1,7 +1,7 @@
 // A pod template laid out as describe lays it out ("Pod Template:" section),
 // for `rollout history --revision=N`.
 
-import { DescribeWriter } from '../describe/writer.js';
+import { DescribeWriter, writeCommandAndArgs } from '../describe/writer.js';
 import type { PodTemplate } from './deployment.js';
 
 interface Container {
@@ -25,14 +25,7 @@ function writeContainer(w: DescribeWriter, c: Container): void {
   const multi = (c.ports?.length ?? 0) > 1;
   w.kv(3, multi ? 'Ports' : 'Port', ports(c.ports, false));
   w.kv(3, multi ? 'Host Ports' : 'Host Port', ports(c.ports, true));
-  if (c.command?.length) {
-    w.line(3, 'Command:');
-    for (const part of c.command) w.line(4, part);
-  }
-  if (c.args?.length) {
-    w.line(3, 'Args:');
-    for (const part of c.args) w.line(4, part);
-  }
+  writeCommandAndArgs(w, 3, c);
   if (c.env?.length) {
     w.line(3, 'Environment:');
     for (const e of c.env) w.line(4, `${e.name}:\t${e.value ?? (e.valueFrom ? '<set from a source>' : '')}`);

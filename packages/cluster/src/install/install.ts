@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { kubeconfigText } from '../pki.js';
+import { certKubeconfigYaml } from '@kubit/client';
 import { get, listNodes, loadClientTls, type NodeView, waitUntil } from '../probes.js';
 import { logFile, pidFile, startScript, statusScript, stopScript, unitCommand } from './direct.js';
 import { type Host, hostWithRole, type Inventory, storeHosts } from './inventory.js';
@@ -145,7 +145,7 @@ export async function writeAdminKubeconfig(inv: Inventory, workDir: string): Pro
   const file = join(workDir, 'admin.kubeconfig');
   await writeFile(
     file,
-    kubeconfigText({
+    certKubeconfigYaml({
       server: apiserverUrl(inv),
       caFile: join(pki, 'ca.crt'),
       certFile: join(pki, 'admin.crt'),

@@ -4,10 +4,10 @@
 //   kubit-install down   -i INVENTORY [--mode systemd|direct] [--work-dir DIR]
 //   kubit-install routes -i INVENTORY [--work-dir DIR]   (re-adds the pod routes, e.g. after a reboot)
 //   kubit-install check  -i INVENTORY [--mode systemd|direct]
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { repoRootOf } from '@kubit/daemon';
 import { listNodes, loadClientTls } from '../probes.js';
 import { checkHosts, type InstallMode, install, syncRoutes, uninstall } from './install.js';
 import { type Inventory, parseInventory } from './inventory.js';
@@ -19,16 +19,6 @@ const USAGE = `usage: kubit-install up|down|routes|check -i INVENTORY [--mode sy
   routes  route every node's pod subnet through its address on every host again
   check   check the inventory and that every host answers ssh and has what it needs
   --mode direct runs each unit's ExecStart over ssh (detached, PID file, log file) for hosts without systemd`;
-
-function findRepoRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'pnpm-workspace.yaml'))) {
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('cannot find the repository root (pnpm-workspace.yaml)');
-    dir = parent;
-  }
-  return dir;
-}
 
 function loadInventory(file: string): Inventory {
   let text: string;
@@ -75,7 +65,7 @@ async function main(argv: string[]): Promise<void> {
   const file = resolve(values.inventory);
   const inventory = loadInventory(file);
   const workDir = resolve(values['work-dir'] ?? join(dirname(file), '.kubit-install', inventory.clusterName));
-  const repoRoot = findRepoRoot();
+  const repoRoot = repoRootOf(import.meta.url);
   const installMode: InstallMode = mode;
   switch (command) {
     case 'check':

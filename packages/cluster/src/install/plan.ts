@@ -2,10 +2,12 @@
 // containerd config, the env files of its daemons (the same format the
 // launcher's env-files writes) and the systemd units from deploy/systemd that
 // read them. Pure: the caller writes the files and runs the units.
+import { apiserverArgs } from '@kubit/apiserver/flags';
+import { certKubeconfigYaml } from '@kubit/client';
 import type { Command, DaemonRunner } from '../commands.js';
+import { controllerManagerArgs, schedulerArgs } from '../daemon-args.js';
 import { envFileText } from '../env-files.js';
 import { fillTemplate, SANDBOX_IMAGE } from '../node-runtime.js';
-import { kubeconfigText } from '../pki.js';
 import { type Host, hostWithRole, type Inventory, storeHosts } from './inventory.js';
 
 export const PORTS = {
@@ -176,46 +178,57 @@ function commandsFor(inv: Inventory, h: Host, p: HostPaths): [UnitRef, Command][
     const stores = storeHosts(inv).map((s) => `https://${s.address}:${PORTS.storeClient}`);
     out.push([
       unit('kubit-apiserver.service'),
-      daemon(inv, 'apiserver', 'kubit-apiserver', [
-        `--bind-address=${a}`,
-        `--secure-port=${PORTS.apiserver}`,
-        `--tls-cert-file=${cert}`,
-        `--tls-private-key-file=${key}`,
-        `--client-ca-file=${ca}`,
-        `--etcd-servers=${stores.join(',')}`,
-        `--etcd-cafile=${ca}`,
-        `--etcd-certfile=${etcdCert}`,
-        `--etcd-keyfile=${etcdKey}`,
-        '--authorization-mode=Node,RBAC',
-        `--kubelet-client-certificate=${kCert}`,
-        `--kubelet-client-key=${kKey}`,
-        `--kubelet-certificate-authority=${ca}`,
-      ]),
+      daemon(
+        inv,
+        'apiserver',
+        'kubit-apiserver',
+        apiserverArgs({
+          bindAddress: a,
+          securePort: PORTS.apiserver,
+          tlsCertFile: cert,
+          tlsPrivateKeyFile: key,
+          clientCaFile: ca,
+          etcdServers: stores,
+          etcdCaFile: ca,
+          etcdCertFile: etcdCert,
+          etcdKeyFile: etcdKey,
+          authorizationModes: ['Node', 'RBAC'],
+          kubeletClientCertificate: kCert,
+          kubeletClientKey: kKey,
+          kubeletCertificateAuthority: ca,
+        }),
+      ),
     ]);
   }
   if (roles.includes('scheduler')) {
     out.push([
       unit('kubit-scheduler.service'),
-      daemon(inv, 'scheduler', 'kubit-scheduler', [
-        `--kubeconfig=${p.kubeconfigs}/scheduler.kubeconfig`,
-        '--leader-elect=true',
-        `--bind-address=${a}`,
-        `--secure-port=${PORTS.scheduler}`,
-      ]),
+      daemon(
+        inv,
+        'scheduler',
+        'kubit-scheduler',
+        schedulerArgs({
+          kubeconfig: `${p.kubeconfigs}/scheduler.kubeconfig`,
+          bindAddress: a,
+          securePort: PORTS.scheduler,
+        }),
+      ),
     ]);
   }
   if (roles.includes('controller-manager')) {
     out.push([
       unit('kubit-controller-manager.service'),
-      daemon(inv, 'controllers', 'kubit-controller-manager', [
-        `--kubeconfig=${p.kubeconfigs}/controller-manager.kubeconfig`,
-        '--leader-elect=true',
-        `--bind-address=${a}`,
-        `--secure-port=${PORTS.controllerManager}`,
-        '--allocate-node-cidrs=true',
-        `--cluster-cidr=${inv.clusterCidr}`,
-        '--node-cidr-mask-size=24',
-      ]),
+      daemon(
+        inv,
+        'controllers',
+        'kubit-controller-manager',
+        controllerManagerArgs({
+          kubeconfig: `${p.kubeconfigs}/controller-manager.kubeconfig`,
+          bindAddress: a,
+          securePort: PORTS.controllerManager,
+          clusterCidr: inv.clusterCidr,
+        }),
+      ),
     ]);
   }
   if (inv.nodes.some((n) => n.name === h.name)) {
@@ -305,7 +318,7 @@ export function planHost(inv: Inventory, h: Host, templates: Templates): HostPla
   const kubeconfig = (file: string, certName: string, user: string) =>
     text(
       `${p.kubeconfigs}/${file}`,
-      kubeconfigText({
+      certKubeconfigYaml({
         server,
         caFile: `${p.pki}/ca.crt`,
         certFile: `${p.pki}/${certName}.crt`,

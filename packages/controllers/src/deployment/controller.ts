@@ -10,7 +10,7 @@ import type { Controller } from '../controller.js';
 import { type EventSink, noEvents } from '../events.js';
 import { compileSelector } from '../labels.js';
 import { MutationCache } from '../mutation-cache.js';
-import { controllerOf, isoNow } from '../objects.js';
+import { controllerOf, isoNow, ownerRefFor } from '../objects.js';
 import { ensureIndex } from '../shared-informers.js';
 import type { Deployment, OwnerReference, Pod, ReplicaSet } from '../types.js';
 import {
@@ -178,7 +178,10 @@ export class DeploymentController implements Controller {
         await this.writeRS(next);
       } else if (!ref && ok && !d.metadata?.deletionTimestamp && !rs.metadata?.deletionTimestamp) {
         const next = structuredClone(rs);
-        next.metadata!.ownerReferences = [...(rs.metadata?.ownerReferences ?? []), ownerRefFor(d)];
+        next.metadata!.ownerReferences = [
+          ...(rs.metadata?.ownerReferences ?? []),
+          ownerRefFor(d, 'Deployment'),
+        ];
         const adopted = await this.writeRS(next);
         if (adopted) out.push(adopted);
       }
@@ -294,7 +297,7 @@ export class DeploymentController implements Controller {
         namespace: d.metadata?.namespace,
         labels: { ...template.metadata.labels },
         annotations,
-        ownerReferences: [ownerRefFor(d)],
+        ownerReferences: [ownerRefFor(d, 'Deployment')],
       },
       spec: { replicas: 0, minReadySeconds: d.spec?.minReadySeconds, selector, template },
     };
@@ -725,15 +728,4 @@ export function proportionalSizes(active: ReplicaSet[], total: number): [Replica
   const leftover = total - sizes.reduce((a, b) => a + b, 0);
   sizes[0] += leftover;
   return sorted.map((rs, i) => [rs, Math.max(0, sizes[i])]);
-}
-
-export function ownerRefFor(d: Deployment): OwnerReference {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    name: d.metadata?.name ?? '',
-    uid: d.metadata?.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  };
 }

@@ -133,64 +133,207 @@ export async function startHollowNodes(opts: HollowNodesOptions): Promise<Hollow
   if (!Number.isInteger(opts.nodes) || opts.nodes < 1) {
     throw new Error(`hollow nodes: nodes must be a positive integer, got ${opts.nodes}`);
   }
-  const log = opts.log ?? createLogger({ name: 'kubit-hollow' });
-  const prefix = opts.namePrefix ?? 'hollow-';
-  const first = opts.firstIndex ?? 0;
-  const leaseMs = opts.leaseIntervalMs ?? 10_000;
-  const statusMs = opts.statusIntervalMs ?? 60_000;
-  const shape = {
-    cpu: opts.cpu ?? '4',
-    memory: opts.memory ?? '16Gi',
-    maxPods: opts.maxPods ?? 110,
-    nodeIP: opts.nodeIP ?? '127.0.0.1',
-  };
-  const ownClient = !opts.client;
-  const client =
-    opts.client ??
-    KubeClient.fromKubeconfig(
-      { kubeconfig: opts.kubeconfig },
-      { userAgent: 'kubit-hollow', timeoutMs: 30_000 },
-    );
-  const nodeClients: KubeClient[] = [];
-  const queue = new WriteQueue(opts.concurrency ?? 16, (err, what) => {
-    counters.writeErrors++;
-    log.warn({ err: (err as Error).message, what }, 'hollow write failed');
-  });
-  const counters = { registered: 0, leaseRenewals: 0, statusUpdates: 0, writeErrors: 0 };
-  const running = new Set<string>(); // pod uids reported Running
-  const timers = new Set<NodeJS.Timeout>();
-  let stopped = false;
+  const fleet = new HollowFleet(opts);
+  await fleet.ensureLeaseNamespace();
+  fleet.watchBoundPods();
+  fleet.registerAll();
+  fleet.start();
+  return fleet.handle();
+}
 
-  const nodes = new Map<string, HollowNode>();
-  for (let i = 0; i < opts.nodes; i++) {
-    const name = `${prefix}${first + i}`;
-    let c = client;
-    if (opts.nodeKubeconfig) {
-      c = KubeClient.fromKubeconfig(
-        { kubeconfig: opts.nodeKubeconfig(name) },
-        { userAgent: `kubit-hollow/${name}` },
+/** The shared parts of one process's hollow nodes: client, pod informer, write queue, timers, counters. */
+class HollowFleet {
+  private readonly log: Logger;
+  private readonly prefix: string;
+  private readonly first: number;
+  private readonly leaseMs: number;
+  private readonly statusMs: number;
+  private readonly shape: Required<Pick<HollowNodesOptions, 'cpu' | 'memory' | 'maxPods' | 'nodeIP'>>;
+  private readonly ownClient: boolean;
+  private readonly client: KubeClient;
+  private readonly nodeClients: KubeClient[] = [];
+  private readonly counters = { registered: 0, leaseRenewals: 0, statusUpdates: 0, writeErrors: 0 };
+  private readonly queue: WriteQueue;
+  /** Pod uids reported Running. */
+  private readonly running = new Set<string>();
+  /** Pod uids with a write queued or in flight: one write per pod at a time. */
+  private readonly inFlight = new Set<string>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly nodes = new Map<string, HollowNode>();
+  private readonly informer: Informer<Pod>;
+  private stopped = false;
+
+  constructor(private readonly opts: HollowNodesOptions) {
+    this.log = opts.log ?? createLogger({ name: 'kubit-hollow' });
+    this.prefix = opts.namePrefix ?? 'hollow-';
+    this.first = opts.firstIndex ?? 0;
+    this.leaseMs = opts.leaseIntervalMs ?? 10_000;
+    this.statusMs = opts.statusIntervalMs ?? 60_000;
+    this.shape = {
+      cpu: opts.cpu ?? '4',
+      memory: opts.memory ?? '16Gi',
+      maxPods: opts.maxPods ?? 110,
+      nodeIP: opts.nodeIP ?? '127.0.0.1',
+    };
+    this.ownClient = !opts.client;
+    this.client =
+      opts.client ??
+      KubeClient.fromKubeconfig(
+        { kubeconfig: opts.kubeconfig },
+        { userAgent: 'kubit-hollow', timeoutMs: 30_000 },
       );
-      nodeClients.push(c);
+    this.queue = new WriteQueue(opts.concurrency ?? 16, (err, what) => {
+      this.counters.writeErrors++;
+      this.log.warn({ err: (err as Error).message, what }, 'hollow write failed');
+    });
+    this.createNodes();
+    // One watch for all bound pods, indexed by node.
+    this.informer = new Informer<Pod>(this.client, resources.pods, {
+      fieldSelector: 'spec.nodeName!=',
+      indexers: { node: (p) => [p.spec?.nodeName ?? ''] },
+      onError: (err) => this.log.warn({ err: (err as Error).message }, 'hollow pod watch failed, retrying'),
+    });
+  }
+
+  /** One HollowNode per name, each with its own client when nodes have their own identities. */
+  private createNodes(): void {
+    for (let i = 0; i < this.opts.nodes; i++) {
+      const name = `${this.prefix}${this.first + i}`;
+      let c = this.client;
+      if (this.opts.nodeKubeconfig) {
+        c = KubeClient.fromKubeconfig(
+          { kubeconfig: this.opts.nodeKubeconfig(name) },
+          { userAgent: `kubit-hollow/${name}` },
+        );
+        this.nodeClients.push(c);
+      }
+      this.nodes.set(name, {
+        name,
+        index: this.first + i,
+        client: c,
+        registered: false,
+        slots: new Map(),
+        nextSlot: 0,
+      });
     }
-    nodes.set(name, { name, index: first + i, client: c, registered: false, slots: new Map(), nextSlot: 0 });
+  }
+
+  /** The Lease namespace may not exist on a fresh cluster; an admin identity can make it. */
+  async ensureLeaseNamespace(): Promise<void> {
+    await this.client
+      .create<Namespace>(resources.namespaces, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: LEASE_NAMESPACE },
+      })
+      .catch(() => undefined);
+  }
+
+  watchBoundPods(): void {
+    this.informer.addEventHandler({
+      onAdd: (p) => this.onPod(p),
+      onUpdate: (_old, p) => this.onPod(p),
+      onDelete: (p) => {
+        const uid = p.metadata?.uid ?? '';
+        this.running.delete(uid);
+        this.nodes.get(p.spec?.nodeName ?? '')?.slots.delete(uid);
+      },
+    });
+  }
+
+  /**
+   * Registers everyone through the bounded queue; each node's heartbeats start
+   * at its own offset in the interval so renewals arrive as a steady stream.
+   */
+  registerAll(): void {
+    const total = this.nodes.size;
+    let i = 0;
+    for (const n of this.nodes.values()) {
+      const offset = Math.floor((i++ * this.leaseMs) / total);
+      this.queue.push(`register ${n.name}`, () => this.bringUp(n, offset));
+    }
+  }
+
+  start(): void {
+    this.informer.start();
+    this.log.info(
+      { nodes: this.nodes.size, prefix: this.prefix, first: this.first },
+      'hollow nodes starting',
+    );
+  }
+
+  handle(): HollowNodes {
+    return {
+      names: [...this.nodes.keys()],
+      stats: () => ({
+        nodes: this.nodes.size,
+        ...this.counters,
+        podsRunning: this.running.size,
+        queued: this.queue.size,
+      }),
+      stop: () => this.stop(),
+    };
+  }
+
+  private async stop(): Promise<void> {
+    this.stopped = true;
+    this.clearTimers();
+    this.queue.clear();
+    await this.informer.stop();
+    await this.queue.drain();
+    this.clearTimers(); // any a task still running had set
+    for (const c of this.nodeClients) c.close();
+    if (this.ownClient) this.client.close();
+  }
+
+  private clearTimers(): void {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+  }
+
+  /** Registers a node (retried until it works: the apiserver may still be starting), then starts its heartbeats. */
+  private async bringUp(n: HollowNode, offset: number): Promise<void> {
+    for (let attempt = 0; !this.stopped; attempt++) {
+      try {
+        await this.register(n);
+        break;
+      } catch (err) {
+        if (attempt % 10 === 0)
+          this.log.warn(
+            { node: n.name, err: (err as Error).message },
+            'hollow node registration failed, retrying',
+          );
+        await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** Math.min(attempt, 5))));
+      }
+    }
+    if (this.stopped) return;
+    await this.renewLease(n).catch((err) =>
+      this.log.warn({ node: n.name, err: (err as Error).message }, 'node lease create failed'),
+    );
+    this.every(offset, this.leaseMs, () => this.queue.push(`lease ${n.name}`, () => this.renewLease(n)));
+    this.every(this.statusMs + Math.floor((offset * this.statusMs) / this.leaseMs), this.statusMs, () =>
+      this.queue.push(`status ${n.name}`, () => this.postStatus(n)),
+    );
+    // Pods that were bound before the node finished registering.
+    for (const p of this.informer.store.byIndex('node', n.name)) this.onPod(p);
   }
 
   /** Runs fn after `delayMs`, then every `periodMs`, until stop. */
-  const every = (delayMs: number, periodMs: number, fn: () => void) => {
+  private every(delayMs: number, periodMs: number, fn: () => void): void {
     const tick = (delay: number) => {
-      if (stopped) return;
+      if (this.stopped) return;
       const t = setTimeout(() => {
-        timers.delete(t);
-        if (stopped) return;
+        this.timers.delete(t);
+        if (this.stopped) return;
         fn();
         tick(periodMs);
       }, delay);
-      timers.add(t);
+      this.timers.add(t);
     };
     tick(delayMs);
-  };
+  }
 
-  async function register(n: HollowNode): Promise<void> {
+  private async register(n: HollowNode): Promise<void> {
     const body: Node = {
       apiVersion: 'v1',
       kind: 'Node',
@@ -199,19 +342,19 @@ export async function startHollowNodes(opts: HollowNodesOptions): Promise<Hollow
         labels: {
           ...nodeLabels({
             name: n.name,
-            nodeIP: shape.nodeIP,
+            nodeIP: this.shape.nodeIP,
             port: 10250,
-            maxPods: shape.maxPods,
+            maxPods: this.shape.maxPods,
             labels: {},
             taints: [],
           }),
           'kubernetes.io/arch': 'amd64',
           'beta.kubernetes.io/arch': 'amd64',
-          ...opts.labels,
+          ...this.opts.labels,
         },
         annotations: { 'kubit.dev/hollow': 'true' },
       },
-      spec: opts.taints?.length ? { taints: opts.taints } : {},
+      spec: this.opts.taints?.length ? { taints: this.opts.taints } : {},
     };
     let node: Node;
     try {
@@ -221,20 +364,20 @@ export async function startHollowNodes(opts: HollowNodesOptions): Promise<Hollow
       node = await n.client.get<Node>(resources.nodes, n.name);
     }
     n.node = node;
-    await postStatus(n);
+    await this.postStatus(n);
     n.registered = true;
-    counters.registered++;
+    this.counters.registered++;
   }
 
-  async function postStatus(n: HollowNode): Promise<void> {
+  private async postStatus(n: HollowNode): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       const current = n.node ?? (await n.client.get<Node>(resources.nodes, n.name));
       try {
         n.node = await n.client.updateStatus<Node>(resources.nodes, {
           ...current,
-          status: { ...current.status, ...nodeStatus(shape, n.name, current.status) },
+          status: { ...current.status, ...nodeStatus(this.shape, n.name, current.status) },
         });
-        counters.statusUpdates++;
+        this.counters.statusUpdates++;
         return;
       } catch (err) {
         n.node = undefined; // stale (a controller wrote the Node): read it again
@@ -243,7 +386,7 @@ export async function startHollowNodes(opts: HollowNodesOptions): Promise<Hollow
     }
   }
 
-  async function renewLease(n: HollowNode): Promise<void> {
+  private async renewLease(n: HollowNode): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
         if (!n.lease) {
@@ -278,7 +421,7 @@ export async function startHollowNodes(opts: HollowNodesOptions): Promise<Hollow
               },
               { namespace: LEASE_NAMESPACE },
             );
-        counters.leaseRenewals++;
+        this.counters.leaseRenewals++;
         return;
       } catch (err) {
         n.lease = undefined;
@@ -287,67 +430,63 @@ export async function startHollowNodes(opts: HollowNodesOptions): Promise<Hollow
     }
   }
 
-  // The Lease namespace may not exist on a fresh cluster; an admin identity can make it.
-  await client
-    .create<Namespace>(resources.namespaces, {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name: LEASE_NAMESPACE },
-    })
-    .catch(() => undefined);
-
-  // One watch for all bound pods, indexed by node.
-  const informer = new Informer<Pod>(client, resources.pods, {
-    fieldSelector: 'spec.nodeName!=',
-    indexers: { node: (p) => [p.spec?.nodeName ?? ''] },
-    onError: (err) => log.warn({ err: (err as Error).message }, 'hollow pod watch failed, retrying'),
-  });
-  const inFlight = new Set<string>();
-  function onPod(pod: Pod): void {
-    const n = nodes.get(pod.spec?.nodeName ?? '');
+  /** What a kubelet would do for a bound pod it saw change: finish its deletion, or report it Running. */
+  private onPod(pod: Pod): void {
+    const n = this.nodes.get(pod.spec?.nodeName ?? '');
     const uid = pod.metadata?.uid ?? '';
-    if (!n?.registered || !uid || inFlight.has(uid)) return;
-    const namespace = pod.metadata?.namespace ?? 'default';
-    const name = pod.metadata?.name ?? '';
+    if (!n?.registered || !uid || this.inFlight.has(uid)) return;
     if (pod.metadata?.deletionTimestamp) {
-      // Nothing to stop: finish the graceful deletion the way a kubelet does once its containers are gone.
-      inFlight.add(uid);
-      queue.push(`delete pod ${namespace}/${name}`, async () => {
-        try {
-          await n.client
-            .delete(resources.pods, name, { namespace, gracePeriodSeconds: 0, preconditions: { uid } })
-            .catch((err) => (isNotFound(err) || isConflict(err) ? undefined : Promise.reject(err)));
-          running.delete(uid);
-        } finally {
-          inFlight.delete(uid);
-        }
-      });
+      this.finishDeletion(n, pod, uid);
       return;
     }
     const phase = pod.status?.phase;
     if (phase === 'Succeeded' || phase === 'Failed') return;
     if (isReportedRunning(pod)) {
-      running.add(uid);
+      this.running.add(uid);
       return;
     }
+    this.reportRunning(n, pod, uid);
+  }
+
+  /** Nothing to stop: finish the graceful deletion the way a kubelet does once its containers are gone. */
+  private finishDeletion(n: HollowNode, pod: Pod, uid: string): void {
+    const namespace = pod.metadata?.namespace ?? 'default';
+    const name = pod.metadata?.name ?? '';
+    this.inFlight.add(uid);
+    this.queue.push(`delete pod ${namespace}/${name}`, async () => {
+      try {
+        await n.client
+          .delete(resources.pods, name, { namespace, gracePeriodSeconds: 0, preconditions: { uid } })
+          .catch((err) => (isNotFound(err) || isConflict(err) ? undefined : Promise.reject(err)));
+        this.running.delete(uid);
+      } finally {
+        this.inFlight.delete(uid);
+      }
+    });
+  }
+
+  /** Writes the pod's Running status, with a fake IP that stays the same for the pod's life. */
+  private reportRunning(n: HollowNode, pod: Pod, uid: string): void {
+    const namespace = pod.metadata?.namespace ?? 'default';
+    const name = pod.metadata?.name ?? '';
     let slot = n.slots.get(uid);
     if (slot === undefined) {
       slot = n.nextSlot++;
       n.slots.set(uid, slot);
     }
     const podIP = pod.status?.podIP || hollowPodIP(n.index, slot);
-    inFlight.add(uid);
-    queue.push(`status pod ${namespace}/${name}`, async () => {
+    this.inFlight.add(uid);
+    this.queue.push(`status pod ${namespace}/${name}`, async () => {
       try {
         let current = pod;
         for (let attempt = 0; ; attempt++) {
           try {
             await n.client.updateStatus<Pod>(
               resources.pods,
-              { ...current, status: hollowPodStatus(current, shape.nodeIP, podIP) },
+              { ...current, status: hollowPodStatus(current, this.shape.nodeIP, podIP) },
               { namespace },
             );
-            running.add(uid);
+            this.running.add(uid);
             return;
           } catch (err) {
             if (isNotFound(err)) return;
@@ -357,75 +496,8 @@ export async function startHollowNodes(opts: HollowNodesOptions): Promise<Hollow
           }
         }
       } finally {
-        inFlight.delete(uid);
+        this.inFlight.delete(uid);
       }
     });
   }
-  informer.addEventHandler({
-    onAdd: (p) => onPod(p),
-    onUpdate: (_old, p) => onPod(p),
-    onDelete: (p) => {
-      const uid = p.metadata?.uid ?? '';
-      running.delete(uid);
-      nodes.get(p.spec?.nodeName ?? '')?.slots.delete(uid);
-    },
-  });
-  // Register everyone through the bounded queue; each node's heartbeats start
-  // at its own offset in the interval so renewals arrive as a steady stream.
-  const total = nodes.size;
-  let i = 0;
-  for (const n of nodes.values()) {
-    const offset = Math.floor((i++ * leaseMs) / total);
-    queue.push(`register ${n.name}`, async () => {
-      // Retried until it works: the apiserver may still be starting.
-      for (let attempt = 0; !stopped; attempt++) {
-        try {
-          await register(n);
-          break;
-        } catch (err) {
-          if (attempt % 10 === 0)
-            log.warn(
-              { node: n.name, err: (err as Error).message },
-              'hollow node registration failed, retrying',
-            );
-          await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** Math.min(attempt, 5))));
-        }
-      }
-      if (stopped) return;
-      await renewLease(n).catch((err) =>
-        log.warn({ node: n.name, err: (err as Error).message }, 'node lease create failed'),
-      );
-      every(offset, leaseMs, () => queue.push(`lease ${n.name}`, () => renewLease(n)));
-      every(statusMs + Math.floor((offset * statusMs) / leaseMs), statusMs, () =>
-        queue.push(`status ${n.name}`, () => postStatus(n)),
-      );
-      // Pods that were bound before the node finished registering.
-      for (const p of informer.store.byIndex('node', n.name)) onPod(p);
-    });
-  }
-
-  informer.start();
-  log.info({ nodes: total, prefix, first }, 'hollow nodes starting');
-
-  return {
-    names: [...nodes.keys()],
-    stats: () => ({
-      nodes: total,
-      ...counters,
-      podsRunning: running.size,
-      queued: queue.size,
-    }),
-    async stop() {
-      stopped = true;
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
-      queue.clear();
-      await informer.stop();
-      await queue.drain();
-      for (const t of timers) clearTimeout(t); // any a task still running had set
-      timers.clear();
-      for (const c of nodeClients) c.close();
-      if (ownClient) client.close();
-    },
-  };
 }

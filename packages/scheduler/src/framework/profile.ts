@@ -1,7 +1,7 @@
 // Profiles: which plugins run at which extension point, with what score weights,
 // built from Kubernetes' defaults and an optional KubeSchedulerConfiguration file.
 import { readFileSync } from 'node:fs';
-import yaml from 'js-yaml';
+import { load } from 'js-yaml';
 import { InterPodAffinity, type InterPodAffinityArgs } from '../plugins/inter-pod-affinity.js';
 import { NodeAffinity } from '../plugins/node-affinity.js';
 import { NodeName } from '../plugins/node-name.js';
@@ -85,7 +85,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 export function parseSchedulerConfig(text: string, source = 'config'): SchedulerConfig {
   let doc: unknown;
   try {
-    doc = yaml.load(text);
+    doc = load(text);
   } catch (err) {
     throw new Error(`${source}: not valid YAML: ${(err as Error).message}`);
   }
