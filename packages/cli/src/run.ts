@@ -155,6 +155,7 @@ function buildProgram(
     .option('--timeout <duration>', 'how long to wait (0: a week)', '0s')
     .option('--ignore-not-found', 'treat "not found" as success')
     .option('-o, --output <format>', 'name: print only resource/name')
+    .option('--dry-run <mode>', 'none|client|server', 'none')
     .action(runVerb('delete'));
 
   addFileOptions(program.command('edit').description('edit a resource on the server in your editor'))

@@ -183,7 +183,21 @@ describe('kubit against a real apiserver', () => {
   });
 
   it('delete by name, file and selector, and waits until objects are gone', async () => {
-    let r = await k(['delete', 'pod', 'web-1', '--grace-period=0', '--force']);
+    // A dry run, on the server or in the client, says what it would delete and deletes nothing.
+    let r = await k(['delete', 'pods', '-l', 'app=web', '--dry-run=server']);
+    assert.equal(
+      r.out,
+      'pod "web-1" deleted (server dry run)\npod "web-2" deleted (server dry run)\n',
+      r.err,
+    );
+    r = await k(['delete', 'pod', 'web-1', '--dry-run=client']);
+    assert.equal(r.out, 'pod "web-1" deleted (dry run)\n', r.err);
+    r = await k(['delete', 'pod', 'web-1', '--dry-run=maybe']);
+    assert.equal(r.code, 1);
+    assert.match(r.err, /Invalid dry-run value \(maybe\)/);
+    r = await k(['get', 'pods', '-o', 'name']);
+    assert.equal(r.out, 'pod/web-1\npod/web-2\n');
+    r = await k(['delete', 'pod', 'web-1', '--grace-period=0', '--force']);
     assert.equal(r.code, 0, r.err);
     assert.equal(r.out, 'pod "web-1" force deleted\n');
     r = await k(['get', 'pod', 'web-1']);

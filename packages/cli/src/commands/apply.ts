@@ -9,6 +9,7 @@ import { addSourceToError, CliError, formatError, PerTargetErrors } from '../err
 import { type Factory, parseDurationMs } from '../factory.js';
 import { type Manifest, readManifests } from '../manifests.js';
 import { objectName, parseOutput, printObjects } from '../printers/output.js';
+import { dryRunMode, dryRunSuffix } from './dry-run.js';
 import { withKind } from './fetch.js';
 
 interface ApplyOptions {
@@ -19,16 +20,6 @@ interface ApplyOptions {
   wait?: boolean;
   timeout?: string;
   fieldManager?: string;
-}
-
-function dryRunMode(v: string | undefined): 'none' | 'client' | 'server' {
-  if (v === undefined || v === 'none' || v === 'false') return 'none';
-  if (v === 'client' || v === 'server') return v;
-  throw new CliError(`Invalid dry-run value (${v}). Must be "none", "server", or "client".`);
-}
-
-function suffix(mode: 'none' | 'client' | 'server'): string {
-  return mode === 'client' ? ' (dry run)' : mode === 'server' ? ' (server dry run)' : '';
 }
 
 interface Prepared {
@@ -117,7 +108,7 @@ export async function apply(f: Factory, o: ApplyOptions): Promise<void> {
     result = withKind(it.r, result);
     applied.push(it);
     if (format) printed.push({ r: it.r, obj: result });
-    else f.io.out.write(`${objectName(it.r, result)} ${verb}${suffix(mode)}\n`);
+    else f.io.out.write(`${objectName(it.r, result)} ${verb}${dryRunSuffix(mode)}\n`);
   });
   if (format) f.io.out.write(printObjects(format, printed, printed.length === 1));
   if (o.wait && mode === 'none' && applied.length > 0) {
@@ -170,7 +161,7 @@ export async function create(f: Factory, args: string[], o: CreateOptions): Prom
             }),
       );
       if (format) printed.push({ r: it.r, obj: result });
-      else f.io.out.write(`${objectName(it.r, result)} created${suffix(mode)}\n`);
+      else f.io.out.write(`${objectName(it.r, result)} created${dryRunSuffix(mode)}\n`);
     } catch (e) {
       if (e instanceof StatusError) {
         f.io.err.write(`${formatError(addSourceToError('creating', it.m.source, e))}\n`);

@@ -7,6 +7,7 @@ import { sleep } from '@kubit/client';
 import { CliError, formatError } from '../errors.js';
 import { type Factory, parseDurationMs } from '../factory.js';
 import { typeName } from '../printers/output.js';
+import { dryRunMode, dryRunSuffix } from './dry-run.js';
 import { getIfExists, listObjects } from './fetch.js';
 import { resolveTargets } from './targets.js';
 
@@ -23,6 +24,7 @@ interface DeleteOptions {
   timeout?: string;
   ignoreNotFound?: boolean;
   output?: string;
+  dryRun?: string;
 }
 
 interface Doomed {
@@ -35,6 +37,7 @@ interface Doomed {
 export async function del(f: Factory, args: string[], o: DeleteOptions): Promise<void> {
   if (o.output && o.output !== 'name')
     throw new CliError(`unexpected -o output mode: ${o.output}. We only support '-o name'`);
+  const mode = dryRunMode(o.dryRun);
   let grace: number | undefined =
     o.gracePeriod !== undefined && o.gracePeriod >= 0 ? o.gracePeriod : undefined;
   if (o.now) grace = 1;
@@ -72,14 +75,20 @@ export async function del(f: Factory, args: string[], o: DeleteOptions): Promise
   const deleted: Doomed[] = [];
   for (const d of doomed) {
     try {
-      const res = await client.delete<KubeObject>(d.r, d.name, {
-        namespace: d.namespace,
-        gracePeriodSeconds: grace,
-      });
+      // A client dry run still reads the object, so a missing one is reported as it would be.
+      const res =
+        mode === 'client'
+          ? await client.get<KubeObject>(d.r, d.name, { namespace: d.namespace })
+          : await client.delete<KubeObject>(d.r, d.name, {
+              namespace: d.namespace,
+              gracePeriodSeconds: grace,
+              dryRun: mode === 'server',
+            });
       d.uid = (res as KubeObject).metadata?.uid ?? (res as { details?: { uid?: string } }).details?.uid;
-      deleted.push(d);
+      if (mode === 'none') deleted.push(d);
+      const verb = o.force ? 'force deleted' : 'deleted';
       if (o.output === 'name') f.io.out.write(`${typeName(d.r)}/${d.name}\n`);
-      else f.io.out.write(`${typeName(d.r)} "${d.name}" ${o.force ? 'force deleted' : 'deleted'}\n`);
+      else f.io.out.write(`${typeName(d.r)} "${d.name}" ${verb}${dryRunSuffix(mode)}\n`);
     } catch (e) {
       if (isNotFound(e) && o.ignoreNotFound) continue;
       if (e instanceof StatusError) {
