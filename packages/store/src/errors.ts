@@ -45,6 +45,8 @@ export const Errors = {
   leaderChanged: e(status.UNAVAILABLE, 'etcdserver: leader changed'),
   stopped: e(status.UNAVAILABLE, 'etcdserver: server stopped'),
   timeout: e(status.UNAVAILABLE, 'etcdserver: request timed out'),
+  /** A request whose client stopped waiting (its grpc-timeout passed) before it was proposed. */
+  deadlineExceeded: e(status.DEADLINE_EXCEEDED, 'context deadline exceeded'),
   notSupportedForLearner: e(status.UNAVAILABLE, 'etcdserver: rpc not supported for learner'),
   badLeaderTransferee: e(status.FAILED_PRECONDITION, 'etcdserver: bad leader transferee'),
 };

@@ -8,13 +8,15 @@ import {
   Gauge,
   intArg,
   listArg,
+  parseDuration,
   runMain,
   Shutdown,
   StartupError,
 } from '@kubit/daemon';
 import { Command, Option } from 'commander';
 import { startCpuProfile } from './profile.js';
-import { type MemberConfig, startMember, type TlsFiles } from './server/member.js';
+import { UNLIMITED_STREAMS } from './server/grpc-server.js';
+import { type MemberConfig, shutdownGraceMs, startMember, type TlsFiles } from './server/member.js';
 
 function parseInitialCluster(value: string): Map<string, string[]> {
   const out = new Map<string, string[]>();
@@ -65,6 +67,11 @@ interface Flags {
   peerTrustedCaFile?: string;
   peerClientCertAuth?: boolean;
   listenMetricsUrls: string[];
+  grpcKeepaliveMinTime: number;
+  grpcKeepaliveInterval: number;
+  grpcKeepaliveTimeout: number;
+  maxConcurrentStreams: number;
+  maxStreamBufferedBytes: number;
   logLevel: string;
 }
 
@@ -78,6 +85,11 @@ function tls(
   if (!cert && !key) return undefined;
   if (!cert || !key) throw new StartupError(`${what}: both the certificate and the key file are needed`);
   return { certFile: cert, keyFile: key, trustedCaFile: ca, clientCertAuth: auth === true };
+}
+
+/** A Go duration as etcd's flags take it; a bare 0 too (Go's "0 to disable"). */
+function goDuration(value: string): number {
+  return value === '0' ? 0 : parseDuration(value);
 }
 
 /** etcd's boolean flags are written --flag or --flag=true|false. */
@@ -128,6 +140,15 @@ async function main(flags: Flags): Promise<void> {
       flags.peerClientCertAuth,
       'peer TLS',
     ),
+    grpc: {
+      keepalive: {
+        minTimeMs: flags.grpcKeepaliveMinTime,
+        intervalMs: flags.grpcKeepaliveInterval,
+        timeoutMs: flags.grpcKeepaliveTimeout,
+      },
+      maxConcurrentStreams: flags.maxConcurrentStreams,
+      maxStreamBufferedBytes: flags.maxStreamBufferedBytes,
+    },
     logger,
   };
   let member: Awaited<ReturnType<typeof startMember>>;
@@ -139,7 +160,8 @@ async function main(flags: Flags): Promise<void> {
     if (/LOCK|lock/.test(msg)) throw new StartupError(`data dir ${dataDir} is in use by another process`);
     throw err;
   }
-  const shutdown = new Shutdown(logger);
+  // Room for the client calls' grace period, then for raft and level to close.
+  const shutdown = new Shutdown(logger, shutdownGraceMs(cfg) + 10_000);
   shutdown.install();
   shutdown.add(() => member.stop());
   const writeProfile = startCpuProfile();
@@ -238,6 +260,36 @@ const program = new Command('kubit-store')
     new Option('--peer-client-cert-auth [bool]', 'require peer client certificates').argParser(boolArg),
   )
   .option('--listen-metrics-urls <urls>', 'URLs serving /metrics and /health', listArg, [])
+  .option(
+    '--grpc-keepalive-min-time <duration>',
+    'minimum duration interval that a client should wait before pinging server',
+    goDuration,
+    5000,
+  )
+  .option(
+    '--grpc-keepalive-interval <duration>',
+    'frequency duration of server-to-client ping to check if a connection is alive (0 to disable)',
+    goDuration,
+    2 * 60 * 60 * 1000,
+  )
+  .option(
+    '--grpc-keepalive-timeout <duration>',
+    'additional duration of wait before closing a non-responsive connection (0 to disable)',
+    goDuration,
+    20_000,
+  )
+  .option(
+    '--max-concurrent-streams <n>',
+    'maximum concurrent streams that each client can open at a time',
+    intArg(1, UNLIMITED_STREAMS),
+    UNLIMITED_STREAMS,
+  )
+  .option(
+    '--max-stream-buffered-bytes <n>',
+    "response bytes a stream may queue for a client that does not read them before it is reset (kubit's own)",
+    intArg(1),
+    64 * 1024 * 1024,
+  )
   .option('--log-level <level>', 'debug, info, warn, error', 'info')
   .action(async (opts: Flags) => {
     if (opts.listenClientUrls.length === 0) opts.listenClientUrls = ['http://localhost:2379'];

@@ -32,11 +32,11 @@ export function toServiceError(err: unknown): CallError {
   return { code: 13, details: message, message };
 }
 
-/** Adapts an async handler to the unary callback style. */
-export function unary<Req, Res>(fn: (req: Req) => Promise<Res>): UnaryHandler<Req, Res> {
+/** Adapts an async handler to the unary callback style; it gets the call's deadline too. */
+export function unary<Req, Res>(fn: (req: Req, deadline: number) => Promise<Res>): UnaryHandler<Req, Res> {
   return (call, callback) => {
     trace('rpc-in');
-    fn(call.request).then(
+    fn(call.request, call.deadline).then(
       (res) => {
         trace('rpc-out');
         callback(null, res);

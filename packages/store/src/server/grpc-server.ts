@@ -11,6 +11,11 @@
 // and unknown requests. Clients are unchanged: etcdctl (grpc-go), the npm
 // etcd3 client and grpc-js clients (the members' own) all speak to it.
 //
+// Around the calls it keeps what grpc-go gives every etcd member: deadlines
+// from grpc-timeout, keepalive pings and their enforcement (keepalive.ts), a
+// limit on concurrent streams per connection, a bound on what a stream whose
+// client stopped reading may hold, and GOAWAY with draining on shutdown.
+//
 // Service definitions still come from proto-loader (paths and codecs), and
 // handlers keep grpc-js's shapes (`(call, callback)` for unary methods, an
 // event-emitting duplex call for streams), so the services do not care which
@@ -21,9 +26,21 @@ import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 import { frameMessage } from '../wire/grpc-frame.js';
+import { parseGrpcTimeout } from './grpc-timeout.js';
+import { ConnectionKeepalive, type KeepaliveOptions } from './keepalive.js';
 
 /** gRPC status codes used here (the rest come from the services' errors). */
-const Status = { OK: 0, INTERNAL: 13, UNIMPLEMENTED: 12, RESOURCE_EXHAUSTED: 8 } as const;
+const Status = {
+  OK: 0,
+  DEADLINE_EXCEEDED: 4,
+  RESOURCE_EXHAUSTED: 8,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+} as const;
+
+/** What a call past its deadline ends with (the words etcd's server sends). */
+const DEADLINE_MESSAGE = 'context deadline exceeded';
 
 /** What a handler fails with: a gRPC code and a message (EtcdError and grpc-js's ServiceError both fit). */
 export interface CallError {
@@ -34,6 +51,13 @@ export interface CallError {
 
 export interface UnaryCall<Req> {
   readonly request: Req;
+  /** When the client stops waiting, on performance.now()'s clock (Infinity: no grpc-timeout). */
+  readonly deadline: number;
+}
+
+/** True once a call's deadline has passed: work not yet begun for it must not begin. */
+export function deadlinePassed(deadline: number): boolean {
+  return deadline !== Number.POSITIVE_INFINITY && performance.now() >= deadline;
 }
 export type UnaryCallback<Res> = (err: CallError | null, response?: Res) => void;
 export type UnaryHandler<Req, Res> = (call: UnaryCall<Req>, callback: UnaryCallback<Res>) => void;
@@ -58,8 +82,6 @@ export interface DuplexCall<Req, Res> {
   end(): void;
   /** Finishes the call with the error's status (INTERNAL unless it carries a code). */
   destroy(err?: CallError): void;
-  /** Bytes written but not yet taken by the connection. */
-  readonly writableLength: number;
 }
 export type DuplexHandler<Req, Res> = (call: DuplexCall<Req, Res>) => void;
 
@@ -78,7 +100,22 @@ export interface TlsFiles {
 export interface GrpcServerOptions {
   /** Largest request message accepted (bigger ones get RESOURCE_EXHAUSTED, as grpc-go's MaxRecvMsgSize). */
   maxReceiveMessageLength: number;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS: calls one connection may have open at once (default: HTTP/2's unlimited). */
+  maxConcurrentStreams?: number;
+  /** Server pings and the client ping policy (default: none). */
+  keepalive?: KeepaliveOptions;
+  /**
+   * Response bytes a streaming call may have queued for a client that does
+   * not read them; past this the stream is reset with ENHANCE_YOUR_CALM
+   * (clients see RESOURCE_EXHAUSTED) and its queue dropped. Trailers with a
+   * status could not reach such a client: they would wait behind the queue.
+   * A unary response is one message and is always sent whole.
+   */
+  maxStreamBufferedBytes?: number;
 }
+
+/** HTTP/2's largest SETTINGS_MAX_CONCURRENT_STREAMS, etcd's default. */
+export const UNLIMITED_STREAMS = 2 ** 32 - 1;
 
 /** A method whose responses may also be serialized straight into a gRPC frame (see framedSerializer). */
 export type ServerMethodDefinition = MethodDefinition<unknown, unknown> & {
@@ -179,18 +216,24 @@ class ServerCall extends EventEmitter implements DuplexCall<unknown, unknown> {
   constructor(
     private readonly stream: http2.ServerHttp2Stream,
     private readonly method: ServerMethodDefinition,
+    /** Queued response bytes past which the stream is reset (streaming calls). */
+    private readonly maxBufferedBytes = Number.POSITIVE_INFINITY,
   ) {
     super();
+  }
+
+  /** Resets a stream whose client stopped reading, dropping what it queued (true: it was reset). */
+  private overflowed(): boolean {
+    if (this.stream.writableLength <= this.maxBufferedBytes) return false;
+    this.finished = true;
+    this.stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    return true;
   }
 
   /** A response as one gRPC frame. */
   private frame(response: unknown): Buffer {
     const framed = this.method.responseSerializeFramed;
     return framed ? framed(response) : frameMessage(this.method.responseSerialize(response));
-  }
-
-  get writableLength(): number {
-    return this.stream.writableLength;
   }
 
   private respond(): void {
@@ -200,13 +243,31 @@ class ServerCall extends EventEmitter implements DuplexCall<unknown, unknown> {
       const trailers: http2.OutgoingHttpHeaders = { 'grpc-status': String(this.statusCode) };
       if (this.statusMessage !== '') trailers['grpc-message'] = encodeGrpcMessage(this.statusMessage);
       this.stream.sendTrailers(trailers);
+      this.closeIfClientOpen();
+    });
+  }
+
+  /**
+   * After the status, a stream the client has not half-closed (a call ended
+   * by its deadline, a refused stream) is reset with NO_ERROR, as grpc-go
+   * does: otherwise it would stay open, and count against the connection's
+   * stream limit, until the client ends it. Deferred a turn so the status,
+   * already queued, goes out first.
+   */
+  private closeIfClientOpen(): void {
+    if (this.stream.readableEnded) return;
+    setImmediate(() => {
+      if (!this.stream.closed && !this.stream.readableEnded) {
+        this.stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      }
     });
   }
 
   write(response: unknown): boolean {
     if (this.finished || this.stream.destroyed) return false;
     this.respond();
-    return this.stream.write(this.frame(response));
+    const ok = this.stream.write(this.frame(response));
+    return !this.overflowed() && ok;
   }
 
   writeFramed(pieces: readonly Buffer[]): boolean {
@@ -217,7 +278,7 @@ class ServerCall extends EventEmitter implements DuplexCall<unknown, unknown> {
     let ok = true;
     for (const piece of pieces) ok = this.stream.write(piece) && ok;
     this.stream.uncork();
-    return ok;
+    return !this.overflowed() && ok;
   }
 
   /** A unary call's answer: headers, the one message and the trailers in one go. */
@@ -257,6 +318,7 @@ class ServerCall extends EventEmitter implements DuplexCall<unknown, unknown> {
       const headers: http2.OutgoingHttpHeaders = { ...RESPONSE_HEADERS, 'grpc-status': String(code) };
       if (message !== '') headers['grpc-message'] = encodeGrpcMessage(message);
       this.stream.respond(headers, { endStream: true });
+      this.closeIfClientOpen();
       return;
     }
     this.statusCode = code;
@@ -273,7 +335,11 @@ export class GrpcServer {
   private readonly routes = new Map<string, Route>();
   private readonly services = new Set<string>();
   private readonly servers: (http2.Http2Server | http2.Http2SecureServer)[] = [];
-  private readonly sessions = new Set<http2.ServerHttp2Session>();
+  /** Open connections, each with its keepalive state (undefined without keepalive). */
+  private readonly sessions = new Map<http2.ServerHttp2Session, ConnectionKeepalive | undefined>();
+  /** Streaming calls in progress: they never end by themselves, so a drain ends them. */
+  private readonly streamingCalls = new Set<ServerCall>();
+  private draining = false;
 
   constructor(private readonly opts: GrpcServerOptions) {}
 
@@ -291,7 +357,12 @@ export class GrpcServer {
   /** Listens on host:port (port 0: any free port); resolves with the port. */
   listen(host: string, port: number, tls?: TlsFiles): Promise<number> {
     // grpc-js's server also lifts Node's session memory cap: Node degrades badly once it is hit.
-    const common = { maxSessionMemory: Number.MAX_SAFE_INTEGER, maxSendHeaderBlockLength: 0x7fffffff };
+    const common: http2.ServerOptions = {
+      maxSessionMemory: Number.MAX_SAFE_INTEGER,
+      maxSendHeaderBlockLength: 0x7fffffff,
+      // Sent in SETTINGS; nghttp2 refuses streams past it with RST_STREAM REFUSED_STREAM.
+      settings: { maxConcurrentStreams: this.opts.maxConcurrentStreams ?? UNLIMITED_STREAMS },
+    };
     const server = tls
       ? http2.createSecureServer({
           ...common,
@@ -303,7 +374,8 @@ export class GrpcServer {
         })
       : http2.createServer(common);
     server.on('session', (session: http2.ServerHttp2Session) => {
-      this.sessions.add(session);
+      const keepalive = this.opts.keepalive && new ConnectionKeepalive(session, this.opts.keepalive);
+      this.sessions.set(session, keepalive);
       session.on('close', () => this.sessions.delete(session));
       // A broken connection is the client's problem, not the server's.
       session.on('error', () => {});
@@ -330,15 +402,84 @@ export class GrpcServer {
   /** Stops listening and drops every connection (calls in flight end with them). */
   close(): void {
     for (const s of this.servers) s.close();
-    for (const session of this.sessions) session.destroy();
+    for (const session of this.sessions.keys()) session.destroy();
     this.sessions.clear();
+  }
+
+  /**
+   * A graceful stop, as grpc-go's GracefulStop bounded by a timeout (etcd's
+   * shutdown): stops listening, sends every connection GOAWAY (clients take
+   * new calls elsewhere), ends the streaming calls with `streamStatus` (a
+   * watch never ends by itself), lets unary calls in flight finish for up to
+   * `graceMs`, then drops whatever is left. Resolves once every connection
+   * is closed.
+   */
+  async drain(graceMs: number, streamStatus: { code: number; message: string }): Promise<void> {
+    this.draining = true;
+    for (const s of this.servers) s.close();
+    for (const call of this.streamingCalls) call.finish(streamStatus.code, streamStatus.message);
+    const closed = [...this.sessions.keys()].map(
+      (session) =>
+        new Promise<void>((resolve) => {
+          if (session.closed || session.destroyed) resolve();
+          else session.close(resolve);
+        }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    });
+    await Promise.race([Promise.all(closed), graceOver]);
+    clearTimeout(timer);
+    this.close();
   }
 
   private onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
     stream.on('error', () => {});
+    const keepalive = this.sessions.get(stream.session as http2.ServerHttp2Session);
     const path = headers[':path'] ?? '';
     const route = this.routes.get(path);
-    const call = new ServerCall(stream, route?.method ?? UNKNOWN_METHOD);
+    const streaming = route?.method.requestStream === true;
+    const call = new ServerCall(
+      stream,
+      route?.method ?? UNKNOWN_METHOD,
+      streaming ? this.opts.maxStreamBufferedBytes : undefined,
+    );
+    // One listener for what a call holds until its stream closes.
+    const timeoutHeader = headers['grpc-timeout'];
+    let deadlineTimer: NodeJS.Timeout | undefined;
+    if (keepalive || streaming || timeoutHeader !== undefined) {
+      keepalive?.streamStarted();
+      if (streaming) this.streamingCalls.add(call);
+      stream.once('close', () => {
+        keepalive?.streamEnded();
+        if (streaming) this.streamingCalls.delete(call);
+        clearTimeout(deadlineTimer);
+      });
+    }
+    if (this.draining) {
+      call.finish(Status.UNAVAILABLE, 'grpc: the server is shutting down');
+      stream.resume();
+      return;
+    }
+    /** Set once the call has its status: nothing more is read from it. */
+    let done = false;
+    let deadline = Number.POSITIVE_INFINITY;
+    if (timeoutHeader !== undefined) {
+      const timeoutMs = parseGrpcTimeout(String(timeoutHeader));
+      if (timeoutMs === undefined) {
+        call.finish(Status.INTERNAL, `transport: malformed grpc-timeout: ${timeoutHeader}`);
+        stream.resume();
+        return;
+      }
+      deadline = performance.now() + timeoutMs;
+      // The call ends when the client stops waiting; work already begun (a
+      // write proposed to raft) may still complete, as in etcd.
+      deadlineTimer = setTimeout(() => {
+        done = true;
+        call.finish(Status.DEADLINE_EXCEEDED, DEADLINE_MESSAGE);
+      }, timeoutMs);
+    }
     if (!route?.handler) {
       // grpc-go's words, as etcd's server says them.
       const [, service = '', name = ''] = path.split('/');
@@ -361,8 +502,6 @@ export class GrpcServer {
       return;
     }
     const { method, handler } = route;
-    const streaming = method.requestStream;
-    let done = false;
     /** Ends the call with a status; nothing more is read from it. */
     const stop = (code: number, message: string) => {
       done = true;
@@ -383,7 +522,7 @@ export class GrpcServer {
       }
       // Unary: the one request message (usually with END_STREAM in the same read).
       done = true;
-      (handler as UnaryHandler<unknown, unknown>)({ request }, (err, response) => {
+      (handler as UnaryHandler<unknown, unknown>)({ request, deadline }, (err, response) => {
         if (err) call.fail(err);
         else call.reply(response ?? {});
       });

@@ -1,5 +1,6 @@
 // etcdserverpb.KV: reads are served from memory after a ReadIndex round
 // (linearizable) or at once (serializable); writes go through the log.
+import { Errors } from '../errors.js';
 import * as kv from '../mvcc/kv.js';
 import {
   MAX_REQUEST_BYTES,
@@ -17,13 +18,20 @@ import type {
   TxnRequest,
 } from '../proto.js';
 import { header, type ServerContext, unary } from './context.js';
-import type { ServiceImplementation } from './grpc-server.js';
+import { deadlinePassed, type ServiceImplementation } from './grpc-server.js';
 
-/** Proposes a write and returns its response with a filled-in header. */
+/**
+ * Proposes a write and returns its response with a filled-in header. A
+ * write whose client stopped waiting (its deadline passed) before it reached
+ * raft is refused and never applied; once proposed it runs to the end, as in
+ * etcd, whose proposal takes the request's context.
+ */
 export async function write(
   ctx: ServerContext,
   cmd: Omit<Command, 'origin' | 'id'>,
+  deadline = Number.POSITIVE_INFINITY,
 ): Promise<Record<string, unknown>> {
+  if (deadlinePassed(deadline)) throw Errors.deadlineExceeded();
   const result = await ctx.node.propose(cmd, MAX_REQUEST_BYTES);
   if (!result.ok) throw result.error;
   const value = (result.value ?? {}) as Record<string, unknown>;
@@ -39,15 +47,15 @@ export function kvService(ctx: ServerContext): ServiceImplementation {
       resp.header = header(ctx);
       return resp;
     }),
-    Put: unary(async (req: PutRequest) => {
+    Put: unary(async (req: PutRequest, deadline) => {
       validatePut(req);
-      return write(ctx, { op: 'put', put: req });
+      return write(ctx, { op: 'put', put: req }, deadline);
     }),
-    DeleteRange: unary(async (req: DeleteRangeRequest) => {
+    DeleteRange: unary(async (req: DeleteRangeRequest, deadline) => {
       validateDeleteRange(req);
-      return write(ctx, { op: 'delete_range', delete_range: req });
+      return write(ctx, { op: 'delete_range', delete_range: req }, deadline);
     }),
-    Txn: unary(async (req: TxnRequest) => {
+    Txn: unary(async (req: TxnRequest, deadline) => {
       validateTxn(req);
       if (kv.isReadOnlyTxn(req)) {
         await ctx.node.linearizableRead();
@@ -55,8 +63,10 @@ export function kvService(ctx: ServerContext): ServiceImplementation {
         resp.header = header(ctx);
         return resp;
       }
-      return write(ctx, { op: 'txn', txn: req });
+      return write(ctx, { op: 'txn', txn: req }, deadline);
     }),
-    Compact: unary(async (req: CompactionRequest) => write(ctx, { op: 'compaction', compaction: req })),
+    Compact: unary(async (req: CompactionRequest, deadline) =>
+      write(ctx, { op: 'compaction', compaction: req }, deadline),
+    ),
   };
 }

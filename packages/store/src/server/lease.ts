@@ -25,13 +25,13 @@ export async function renewLease(ctx: ServerContext, id: string): Promise<number
 
 export function leaseService(ctx: ServerContext): ServiceImplementation {
   return {
-    LeaseGrant: unary(async (req: LeaseGrantRequest) => {
+    LeaseGrant: unary(async (req: LeaseGrantRequest, deadline) => {
       if (Number(req.TTL) > MAX_LEASE_TTL) throw Errors.leaseTTLTooLarge();
       const id = String(req.ID) === '0' ? newLeaseId() : String(req.ID);
-      return write(ctx, { op: 'lease_grant', lease_grant: { ID: id, TTL: req.TTL } });
+      return write(ctx, { op: 'lease_grant', lease_grant: { ID: id, TTL: req.TTL } }, deadline);
     }),
-    LeaseRevoke: unary(async (req: LeaseRevokeRequest) => {
-      const resp = await write(ctx, { op: 'lease_revoke', lease_revoke: { ID: String(req.ID) } });
+    LeaseRevoke: unary(async (req: LeaseRevokeRequest, deadline) => {
+      const resp = await write(ctx, { op: 'lease_revoke', lease_revoke: { ID: String(req.ID) } }, deadline);
       return { header: resp.header };
     }),
     LeaseKeepAlive: (stream: DuplexCall<{ ID: string }, unknown>) => {

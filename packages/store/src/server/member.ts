@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '@kubit/daemon';
 import { Level } from 'level';
+import { Errors } from '../errors.js';
 import { StateMachine } from '../mvcc/machine.js';
 import { MAX_REQUEST_BYTES } from '../mvcc/validate.js';
 import { Lessor } from '../node/lessor.js';
@@ -16,6 +17,7 @@ import { type ConfChange, EntryType, encodeConfChange, RawNode } from '../raft/i
 import { clusterService, hashId, maintenanceService, memberId } from './cluster.js';
 import type { ServerContext } from './context.js';
 import { GrpcServer, type TlsFiles } from './grpc-server.js';
+import type { KeepaliveOptions } from './keepalive.js';
 import { kvService, write } from './kv.js';
 import { leaseService } from './lease.js';
 import { peerService } from './peer.js';
@@ -39,7 +41,23 @@ export interface MemberConfig {
   electionTicks: number;
   clientTls?: TlsFiles;
   peerTls?: TlsFiles;
+  /** The client server's connection policy (etcd's --grpc-keepalive-* and --max-concurrent-streams). */
+  grpc: ClientGrpcConfig;
   logger: Logger;
+}
+
+export interface ClientGrpcConfig {
+  keepalive: KeepaliveOptions;
+  maxConcurrentStreams: number;
+  maxStreamBufferedBytes: number;
+}
+
+/**
+ * How long a shutdown lets client calls in flight finish: etcd's request
+ * timeout (5 s plus two election timeouts), which bounds its graceful stop.
+ */
+export function shutdownGraceMs(cfg: Pick<MemberConfig, 'tickMs' | 'electionTicks'>): number {
+  return 5000 + 2 * cfg.electionTicks * cfg.tickMs;
 }
 
 export interface RunningMember {
@@ -227,7 +245,10 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
   lessor.start();
 
   // etcd's limit: a request up to --max-request-bytes plus 512 KiB of gRPC overhead.
-  const clientServer = new GrpcServer({ maxReceiveMessageLength: MAX_REQUEST_BYTES + 512 * 1024 });
+  const clientServer = new GrpcServer({
+    maxReceiveMessageLength: MAX_REQUEST_BYTES + 512 * 1024,
+    ...cfg.grpc,
+  });
   clientServer.addService(serverServices.KV, kvService(ctx));
   clientServer.addService(serverServices.Watch, watchHub.service());
   clientServer.addService(etcdServices.Lease.service, leaseService(ctx));
@@ -262,10 +283,12 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
     machine,
     clientPorts,
     async stop() {
+      // Clients first, while raft still runs: the writes they have in flight can still commit.
+      const stopped = Errors.stopped();
+      await clientServer.drain(shutdownGraceMs(cfg), { code: stopped.code, message: stopped.message });
       node.stop();
       lessor.stop();
       watchHub.stop();
-      clientServer.close();
       peerServer.close();
       transport.close();
       await node

@@ -14,8 +14,6 @@ import type { DuplexCall, ServiceImplementation } from './grpc-server.js';
 
 const FILTER_NOPUT = 0;
 const FILTER_NODELETE = 1;
-/** A stream whose client stopped reading is cut off past this much buffered output. */
-const MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 /** A response holding more event bytes than this is cut at the next revision (clients take 4 MiB by default). */
 const MAX_RESPONSE_EVENT_BYTES = 1024 * 1024;
 
@@ -88,19 +86,10 @@ class StreamWatchers {
     private readonly hub: WatchHub,
   ) {}
 
+  // A client that stops reading is cut off by the gRPC server (its
+  // --max-stream-buffered-bytes); writes to a cut-off stream are dropped.
   send(resp: WatchResponse): void {
-    if (this.tooSlow()) return;
     this.stream.write(resp);
-  }
-
-  /** Cuts off a stream whose client stopped reading (true: it was cut off). */
-  private tooSlow(): boolean {
-    if (this.stream.writableLength <= MAX_BUFFERED_BYTES) return false;
-    this.stream.destroy({
-      code: 8,
-      message: 'watch stream too slow: the client is not reading its events',
-    });
-    return true;
   }
 
   handle(req: WatchRequest): void {
@@ -205,7 +194,6 @@ class StreamWatchers {
 
   /** A response of events to watcher `w` at revision `rev`: its own head, then the shared events part. */
   private sendEvents(w: Watcher, rev: number, events: Buffer): void {
-    if (this.tooSlow()) return;
     const head = encodeWatchResponseHead(header(this.ctx, rev), w.id, events.length);
     this.stream.writeFramed([head, events]);
   }
