@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { apiserverArgs } from '@kubit/daemon/daemon-args';
 import {
   daemonCommand,
   ETCD_BINARY,
@@ -17,7 +18,6 @@ import {
   tempDir,
   waitFor,
 } from '@kubit/testkit';
-import { apiserverArgs } from '../src/flags.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };
 let pki: Pki;

@@ -3,10 +3,9 @@
 // lines go into deploy/systemd's units, so what `up` runs is what a host runs.
 
 import { join } from 'node:path';
-import { apiserverArgs } from '@kubit/apiserver/flags';
 import { freshBundle } from '@kubit/daemon';
+import { apiserverArgs, controllerManagerArgs, schedulerArgs } from '@kubit/daemon/daemon-args';
 import { type ClusterPorts, type ClusterSettings, clusterPorts, readSettings } from './config.js';
-import { controllerManagerArgs, schedulerArgs } from './daemon-args.js';
 import { type ClusterLayout, clusterLayout, type NodeLayout } from './layout.js';
 
 export interface Command {

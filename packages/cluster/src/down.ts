@@ -3,12 +3,7 @@
 // while they are torn down), then each node's pods and containerd, then the
 // apiserver and the store. `--purge` also removes the state.
 import { rm } from 'node:fs/promises';
-import {
-  killStrayShims,
-  removeAllSandboxes,
-  removeCniNetwork,
-  unmountUnder,
-} from '@kubit/kubelet/node-teardown';
+import { killStrayShims, removeAllSandboxes, removeCniNetwork, unmountUnder } from '@kubit/cri/node-teardown';
 import {
   apiserverCommand,
   type Command,

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it } from 'node:test';
-import { apiserverArgs } from '@kubit/apiserver/flags';
+import { apiserverArgs } from '@kubit/daemon/daemon-args';
 import { load } from 'js-yaml';
 import { repoRoot } from './helpers.js';
 

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { killStrayShims, removeAllSandboxes, unmountUnder } from '@kubit/kubelet/node-teardown';
+import { killStrayShims, removeAllSandboxes, unmountUnder } from '@kubit/cri/node-teardown';
 import { unitCommand } from '../src/install/direct.js';
 import { loadTemplates } from '../src/install/install.js';
 import { InventoryError, parseInventory } from '../src/install/inventory.js';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Node, Pod, ReplicaSet } from '@kubit/api';
 import { KubeClient, resources } from '@kubit/client';
-import { unmountUnder } from '@kubit/kubelet/node-teardown';
+import { unmountUnder } from '@kubit/cri/node-teardown';
 import {
   type ControlPlane,
   freePort,

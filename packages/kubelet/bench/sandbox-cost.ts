@@ -18,6 +18,8 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { PodSandboxConfig } from '@kubit/cri';
+import { CriRuntime } from '@kubit/cri';
 import {
   BUSYBOX_IMAGE,
   processCpuMs,
@@ -27,8 +29,6 @@ import {
   startRegistry,
   tempDir,
 } from '@kubit/testkit';
-import { CriRuntime } from '../src/runtime/cri.js';
-import type { PodSandboxConfig } from '../src/runtime/types.js';
 
 function flag(name: string, fallback: string): string {
   const hit = process.argv.find((a) => a.startsWith(`--${name}=`) || a === `--${name}`);

@@ -5,6 +5,8 @@ import { existsSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { KubeClient as Client, Informer, type KubeClient, resources } from '@kubit/client';
+import type { ContainerRuntime } from '@kubit/cri';
+import { CriRuntime } from '@kubit/cri';
 import {
   createLogger,
   createRegistry,
@@ -30,9 +32,7 @@ import { parseNodeLabels, parseTaints } from './node/flags.js';
 import { defaultHostname, NodeAgent } from './node/node-status.js';
 import { PodManager } from './pods/manager.js';
 import { fileTracer } from './pods/trace.js';
-import { CriRuntime } from './runtime/cri.js';
 import { FakeRuntime } from './runtime/fake.js';
-import type { ContainerRuntime } from './runtime/types.js';
 import { startKubeletServer } from './server/server.js';
 
 interface Flags {

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { type KubeClient, resources } from '@kubit/client';
+import type { CriRuntime } from '@kubit/cri';
 import {
   type ControlPlane,
   sleep,
@@ -18,7 +19,6 @@ import {
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from '../src/pods/labels.js';
-import type { CriRuntime } from '../src/runtime/cri.js';
 import { startApiserverAgain } from './apiserver-process.js';
 import { type NodeStack, startNodeStack } from './node-stack.js';
 

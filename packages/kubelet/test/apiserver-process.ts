@@ -2,7 +2,7 @@
 // same port and store, for tests of a kubelet that loses its control plane.
 // (testkit's startControlPlane has no restart; the flags are the same pkiApiserverFlags.)
 import { join } from 'node:path';
-import { apiserverArgs } from '@kubit/apiserver/flags';
+import { apiserverArgs } from '@kubit/daemon/daemon-args';
 import {
   type ControlPlane,
   daemonCommand,

@@ -2,6 +2,7 @@
 // real local registry, plus a PodManager on it whose statuses and events are recorded.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { CriRuntime } from '@kubit/cri';
 import {
   pushTestImages,
   startContainerd,
@@ -14,7 +15,6 @@ import type { Pod } from 'kubernetes-types/core/v1.js';
 import { PodManager, type PodManagerOptions } from '../src/pods/manager.js';
 import { MemoryObjectSource, RecordingSink } from '../src/pods/sinks.js';
 import { VolumeManager } from '../src/pods/volumes.js';
-import { CriRuntime } from '../src/runtime/cri.js';
 import { FAST_BACKOFF } from './helpers.js';
 
 export interface Node {

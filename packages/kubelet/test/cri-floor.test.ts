@@ -3,6 +3,8 @@
 // driven straight through the kubelet's CRI adapter.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import type { PodSandboxConfig } from '@kubit/cri';
+import { CriRuntime } from '@kubit/cri';
 import {
   NGINX_IMAGE,
   pushTestImages,
@@ -13,8 +15,6 @@ import {
   tempDir,
   waitFor,
 } from '@kubit/testkit';
-import { CriRuntime } from '../src/runtime/cri.js';
-import type { PodSandboxConfig } from '../src/runtime/types.js';
 
 let registry: TestRegistry;
 let containerd: TestContainerd;

@@ -9,6 +9,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type KubeClient, resources } from '@kubit/client';
+import type { CriRuntime } from '@kubit/cri';
 import {
   type ControlPlane,
   daemonCommand,
@@ -20,7 +21,6 @@ import {
 } from '@kubit/testkit';
 import type { Event, Node, Pod } from 'kubernetes-types/core/v1.js';
 import { POD_UID_LABEL } from '../src/pods/labels.js';
-import type { CriRuntime } from '../src/runtime/cri.js';
 import { type NodeStack, startNodeStack } from './node-stack.js';
 
 const NODE = 'cni-node';

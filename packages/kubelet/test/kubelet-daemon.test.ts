@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { type KubeClient, resources } from '@kubit/client';
+import type { CriRuntime } from '@kubit/cri';
 import { createLogger } from '@kubit/daemon';
 import {
   type ControlPlane,
@@ -22,7 +23,6 @@ import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Event, Node, Pod } from 'kubernetes-types/core/v1.js';
 import { ApiPodStatusSink } from '../src/node/apiserver-sinks.js';
 import { POD_UID_LABEL } from '../src/pods/labels.js';
-import type { CriRuntime } from '../src/runtime/cri.js';
 import { type NodeStack, startNodeStack } from './node-stack.js';
 
 const NODE = 'node-1';

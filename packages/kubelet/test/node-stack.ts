@@ -4,6 +4,7 @@
 // the apiserver and a scratch directory. The kubelet itself is the test's to
 // start (startTestKubelet), with the flags it is about.
 import { KubeClient } from '@kubit/client';
+import { CriRuntime } from '@kubit/cri';
 import {
   type ControlPlane,
   pushTestImages,
@@ -14,7 +15,6 @@ import {
   type TestRegistry,
   tempDir,
 } from '@kubit/testkit';
-import { CriRuntime } from '../src/runtime/cri.js';
 
 export interface NodeStack {
   cp: ControlPlane;

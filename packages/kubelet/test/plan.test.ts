@@ -2,6 +2,7 @@
 // and what the runtime runs for it in, the actions (with their reasons) out.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { ContainerState, ContainerStatus, PodSandboxStatus, SandboxState } from '@kubit/cri';
 import type { Container, Pod, PodSpec } from 'kubernetes-types/core/v1.js';
 import { Backoff } from '../src/pods/backoff.js';
 import {
@@ -18,12 +19,6 @@ import {
   type PodActions,
 } from '../src/pods/plan.js';
 import { containerHash, imagePullPolicy } from '../src/pods/runtime-config.js';
-import type {
-  ContainerState,
-  ContainerStatus,
-  PodSandboxStatus,
-  SandboxState,
-} from '../src/runtime/types.js';
 import { makePod } from './helpers.js';
 
 const BACKOFF = { initialMs: 10_000, maxMs: 300_000, resetMs: 600_000 };

@@ -1,13 +1,13 @@
 // Small pieces of the pod logic on their own: backoff, cgroup resources, env expansion, status.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { type ContainerStatus, NOT_FOUND, RuntimeError } from '@kubit/cri';
 import type { Logger } from '@kubit/daemon';
 import { Backoff, DEFAULT_BACKOFF } from '../src/pods/backoff.js';
 import { expandReferences } from '../src/pods/env.js';
 import { logFailure } from '../src/pods/failures.js';
 import { linuxResources, podRequests } from '../src/pods/resources.js';
 import { computePodStatus } from '../src/pods/status.js';
-import { type ContainerStatus, NOT_FOUND, RuntimeError } from '../src/runtime/types.js';
 import { makePod } from './helpers.js';
 
 test("the default backoff is Kubernetes': 10 s doubling to 5 min, reset after 10 min", () => {

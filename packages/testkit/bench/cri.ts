@@ -2,7 +2,7 @@
 // StartContainer straight through CRI on the same containerd the kubelet uses,
 // with the kubelet's CRI client and nothing else of Kubit in between.
 import { join } from 'node:path';
-import { CriRuntime, type PodSandboxConfig } from '@kubit/kubelet/cri';
+import { CriRuntime, type PodSandboxConfig } from '@kubit/cri';
 import { sleeperContainerConfig } from '../src/images.js';
 
 /** The kubelet's CRI client on `socket`, with the floor's two-minute deadline for every call. */

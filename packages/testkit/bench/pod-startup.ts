@@ -25,7 +25,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Pod } from '@kubit/api';
 import { type KubeClient, resources } from '@kubit/client';
-import { shimPids } from '@kubit/kubelet/node-teardown';
+import { shimPids } from '@kubit/cri/node-teardown';
 import { startContainerd } from '../src/containerd.js';
 import { BUSYBOX_IMAGE, pushTestImages } from '../src/images.js';
 import { startTestKubelet } from '../src/kubelet.js';

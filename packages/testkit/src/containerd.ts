@@ -4,13 +4,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CriRuntime } from '@kubit/kubelet/cri';
-import {
-  killStrayShims,
-  removeAllSandboxes,
-  removeCniNetwork,
-  unmountUnder,
-} from '@kubit/kubelet/node-teardown';
+import { CriRuntime } from '@kubit/cri';
+import { killStrayShims, removeAllSandboxes, removeCniNetwork, unmountUnder } from '@kubit/cri/node-teardown';
 import { PAUSE_IMAGE } from './images.js';
 import {
   claimForTestProcess,

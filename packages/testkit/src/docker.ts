@@ -3,7 +3,7 @@ import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { unmountUnder } from '@kubit/kubelet/node-teardown';
+import { unmountUnder } from '@kubit/cri/node-teardown';
 import { repoRoot, startProcess, TestProcess, tempDir, waitFor } from './process.js';
 
 const run = promisify(execFile);

@@ -2,10 +2,9 @@
 // containerd config, the env files of its daemons (the same format the
 // launcher's env-files writes) and the systemd units from deploy/systemd that
 // read them. Pure: the caller writes the files and runs the units.
-import { apiserverArgs } from '@kubit/apiserver/flags';
 import { certKubeconfigYaml } from '@kubit/client';
+import { apiserverArgs, controllerManagerArgs, schedulerArgs } from '@kubit/daemon/daemon-args';
 import type { Command, DaemonRunner } from '../commands.js';
-import { controllerManagerArgs, schedulerArgs } from '../daemon-args.js';
 import { envFileText } from '../env-files.js';
 import { fillTemplate, SANDBOX_IMAGE } from '../node-runtime.js';
 import { type Host, hostWithRole, type Inventory, storeHosts } from './inventory.js';

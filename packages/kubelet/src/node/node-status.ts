@@ -4,10 +4,10 @@ import { readFileSync } from 'node:fs';
 import { arch, cpus, hostname, release, totalmem } from 'node:os';
 import { isAlreadyExists, isConflict, isNotFound } from '@kubit/api';
 import { Informer, type KubeClient, microTime, resources } from '@kubit/client';
+import type { ContainerRuntime } from '@kubit/cri';
 import type { Logger } from '@kubit/daemon';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Node, NodeCondition, NodeStatus, Taint } from 'kubernetes-types/core/v1.js';
-import type { ContainerRuntime } from '../runtime/types.js';
 import type { CniConfig } from './cni-config.js';
 
 export const KUBELET_VERSION = 'v1.32.0-kubit';

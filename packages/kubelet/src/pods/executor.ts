@@ -3,8 +3,9 @@
 // what a pod's syncs remember about its containers (why one waits, the last
 // event sent, restart counts carried to a new sandbox) and reports status
 // through its host, the pod worker.
+
+import type { ContainerConfig, ContainerStatus, PodSandboxConfig } from '@kubit/cri';
 import type { Container, Pod } from 'kubernetes-types/core/v1.js';
-import type { ContainerConfig, ContainerStatus, PodSandboxConfig } from '../runtime/types.js';
 import { ContainerConfigError, containerEnv } from './env.js';
 import { logFailure } from './failures.js';
 import { ImageSteps } from './image-steps.js';

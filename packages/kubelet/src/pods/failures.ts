@@ -1,8 +1,9 @@
 // The one way the kubelet lets a call fail without failing what it was doing
 // (a best-effort stop or remove, a clean-up): it logs which call failed, for
 // which pod, and why, instead of swallowing the error.
+
+import { isNotFound } from '@kubit/cri';
 import type { Logger } from '@kubit/daemon';
-import { isNotFound } from '../runtime/types.js';
 
 export interface FailedCall {
   /** The pod the call was for: "namespace/name", or its uid when that is all the caller knows. */

@@ -1,8 +1,9 @@
 // A container's image, made present as its imagePullPolicy says: ImageStatus
 // (asked ahead, alongside RunPodSandbox, for a new pod), PullImage shared with
 // other pods pulling the same image, and the pull backoff.
+
+import type { Image, PodSandboxConfig } from '@kubit/cri';
 import type { Container, Pod } from 'kubernetes-types/core/v1.js';
-import type { Image, PodSandboxConfig } from '../runtime/types.js';
 import { logFailure } from './failures.js';
 import { type PodRef, podKey } from './labels.js';
 import { imageStep } from './plan.js';

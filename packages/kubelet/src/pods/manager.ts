@@ -1,9 +1,9 @@
 // The kubelet's pod side: one worker per pod, a relist loop that nudges them
 // all and removes what no pod owns any more, and admission.
 import { join } from 'node:path';
+import type { ContainerRuntime } from '@kubit/cri';
 import { createLogger, type Logger } from '@kubit/daemon';
 import type { Pod } from 'kubernetes-types/core/v1.js';
-import type { ContainerRuntime } from '../runtime/types.js';
 import { Backoff, type BackoffConfig, DEFAULT_BACKOFF } from './backoff.js';
 import { logFailure } from './failures.js';
 import { MANAGED_LABEL, POD_UID_LABEL } from './labels.js';

@@ -8,8 +8,8 @@ import type {
   PodSandbox,
   PodSandboxStatus,
   Container as RuntimeContainer,
-} from '../runtime/types.js';
-import { isNotFound } from '../runtime/types.js';
+} from '@kubit/cri';
+import { isNotFound } from '@kubit/cri';
 import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from './labels.js';
 import { restartCountOf } from './status.js';
 

@@ -4,8 +4,9 @@
 // I/O, no clock but the one inside the backoff passed in. The executor
 // (executor.ts) carries the actions out. Kubernetes splits its kubelet the
 // same way (kuberuntime's computePodActions and SyncPod).
+
+import type { ContainerStatus } from '@kubit/cri';
 import type { Container, Pod } from 'kubernetes-types/core/v1.js';
-import type { ContainerStatus } from '../runtime/types.js';
 import { CONTAINER_HASH_ANNOTATION } from './labels.js';
 import { containerName, type Observed, type PodListing } from './observed.js';
 import { containerHash, DEFAULT_GRACE_SECONDS } from './runtime-config.js';

@@ -4,8 +4,8 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
+import type { ContainerRuntime } from '@kubit/cri';
 import type { Container, Probe } from 'kubernetes-types/core/v1.js';
-import type { ContainerRuntime } from '../runtime/types.js';
 
 export type ProbeKind = 'Startup' | 'Liveness' | 'Readiness';
 

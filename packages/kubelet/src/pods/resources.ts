@@ -1,8 +1,8 @@
 // Container resources as the CRI wants them (cgroup values), and pod requests
 // for admission.
 import { toMilli, toNumber } from '@kubit/api';
+import type { LinuxContainerResources } from '@kubit/cri';
 import type { Container, Pod } from 'kubernetes-types/core/v1.js';
-import type { LinuxContainerResources } from '../runtime/types.js';
 
 /** The CFS period the kubelet uses: 100 ms. */
 export const CPU_PERIOD_US = 100_000;

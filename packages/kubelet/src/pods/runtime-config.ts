@@ -3,8 +3,8 @@
 // the environment (which reads configMaps and secrets) and the volume paths.
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
+import type { ContainerConfig, Mount, NamespaceOption, PodSandboxConfig } from '@kubit/cri';
 import type { Container, Pod } from 'kubernetes-types/core/v1.js';
-import type { ContainerConfig, Mount, NamespaceOption, PodSandboxConfig } from '../runtime/types.js';
 import { ContainerConfigError, expandReferences } from './env.js';
 import {
   CONTAINER_HASH_ANNOTATION,

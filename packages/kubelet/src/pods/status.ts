@@ -1,5 +1,7 @@
 // Pod status from what the runtime reports plus what the worker knows (why a
 // container waits, what its probes say). Pure, so it can be tested alone.
+
+import type { ContainerStatus } from '@kubit/cri';
 import type {
   Container,
   ContainerState,
@@ -8,7 +10,6 @@ import type {
   PodCondition,
   PodStatus,
 } from 'kubernetes-types/core/v1.js';
-import type { ContainerStatus } from '../runtime/types.js';
 import { RESTART_COUNT_ANNOTATION } from './labels.js';
 
 export interface Waiting {

@@ -1,8 +1,8 @@
 // What one sync did to a pod's containers, and so what the runtime runs after
 // it: the containers it created, started or stopped, and the status it may
 // report for the ones it started before ContainerStatus confirms it.
-import type { ContainerConfig, ContainerRuntime, ContainerStatus, Image } from '../runtime/types.js';
-import { isNotFound } from '../runtime/types.js';
+import type { ContainerConfig, ContainerRuntime, ContainerStatus, Image } from '@kubit/cri';
+import { isNotFound } from '@kubit/cri';
 import { type Observed, observePod, startedStatus, statusSignatureOf, withStatuses } from './observed.js';
 import type { Tracer } from './trace.js';
 

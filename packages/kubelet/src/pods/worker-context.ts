@@ -1,6 +1,7 @@
 // What every pod worker shares (one per kubelet, built by the PodManager).
+
+import type { ContainerRuntime } from '@kubit/cri';
 import type { Logger } from '@kubit/daemon';
-import type { ContainerRuntime } from '../runtime/types.js';
 import type { Backoff } from './backoff.js';
 import type { EventSink, ObjectSource, PodStatusSink } from './sinks.js';
 import type { Tracer } from './trace.js';

@@ -16,7 +16,7 @@ import {
   RuntimeError,
   type SandboxFilter,
   type VersionInfo,
-} from './types.js';
+} from '@kubit/cri';
 
 /** What a fake container does once started. */
 export interface FakeBehavior {

@@ -7,10 +7,10 @@ import type { IncomingMessage, Server } from 'node:http';
 import { connect as connectTcp, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as connectTls } from 'node:tls';
+import type { ContainerRuntime, StreamChoice } from '@kubit/cri';
 import { refuseUpgrade, spliceUpgrade, upgradeRequestHead } from '@kubit/daemon';
 import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from '../pods/labels.js';
 import type { PodManager } from '../pods/manager.js';
-import type { ContainerRuntime, StreamChoice } from '../runtime/types.js';
 import { failureStatus } from './status.js';
 
 export interface StreamingOptions {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import {
@@ -23,15 +23,24 @@ import {
   type VersionInfo,
 } from './types.js';
 
-/** The directory holding runtime.proto: found by walking up from this module, so src/ and dist/src/ both work. */
+/**
+ * This package's proto/runtime.proto. Found through the package's own name,
+ * not by walking up from import.meta.url: the kubelet's esbuild bundle inlines
+ * this code, so there import.meta.url is the bundle in packages/kubelet, while
+ * the file stays beside @kubit/cri's package.json (a dependency of whoever
+ * bundles it, so resolvable from there). From src/ and dist/src/ the name
+ * resolves to this package itself.
+ */
 function protoPath(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 5; i++) {
-    const candidate = join(dir, 'proto', 'runtime.proto');
-    if (existsSync(candidate)) return candidate;
-    dir = dirname(dir);
+  let pkgJson: string;
+  try {
+    pkgJson = createRequire(import.meta.url).resolve('@kubit/cri/package.json');
+  } catch (err) {
+    throw new Error(`runtime.proto: cannot find the @kubit/cri package: ${(err as Error).message}`);
   }
-  throw new Error('runtime.proto not found next to the kubelet package');
+  const path = join(dirname(pkgJson), 'proto', 'runtime.proto');
+  if (!existsSync(path)) throw new Error(`runtime.proto not found at ${path}`);
+  return path;
 }
 
 type Unary = (

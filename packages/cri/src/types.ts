@@ -1,7 +1,7 @@
 // The kubelet's view of a container runtime: shaped like CRI runtime.v1
 // (RuntimeService + ImageService), with camelCase fields as @grpc/proto-loader
 // produces them and int64 nanosecond timestamps as numbers. Two implementations:
-// `CriRuntime` (containerd over gRPC) and `FakeRuntime` (in memory).
+// `CriRuntime` here (containerd over gRPC) and the kubelet's `FakeRuntime` (in memory).
 
 export type Labels = Record<string, string>;
 
