@@ -7,6 +7,7 @@
 import { type ClientHttp2Session, type ClientHttp2Stream, connect, constants } from 'node:http2';
 import { connect as netConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
+import { FRAME_HEADER_BYTES, MessageReader, PbReader, PbWriter, writeFrameHeader } from '@kubit/wire';
 
 /** One key-value as etcd returns it (revisions as numbers: they stay far below 2^53). */
 export interface RawKv {
@@ -63,171 +64,146 @@ const UNAVAILABLE = 14;
 /** HTTP/2 flow-control window of the store connection and of each call. */
 const WINDOW_BYTES = 16 * 1024 * 1024;
 const DEADLINE_EXCEEDED = 4;
+/** The largest response taken (a list of every pod can be tens of MiB; etcd's clients allow 2 GiB). */
+const MAX_RESPONSE_BYTES = 2 ** 31 - 1;
 
 // ---------- protobuf ----------
+//
+// With the shared reader-writer (@kubit/wire): a request is written once,
+// nested messages in place, after room for its gRPC frame header, so the
+// frame that goes out is the only copy; responses are read as views of the
+// received bytes.
 
-function varintSize(v: number): number {
-  let n = 1;
-  while (v >= 0x80) {
-    v = Math.floor(v / 128);
-    n++;
+/** Reused for every request: finish() copies out what was written. */
+const writer = new PbWriter(4096);
+const EMPTY = Buffer.alloc(0);
+
+/** mvccpb.KeyValue: key 1, create_revision 2, mod_revision 3, value 5. */
+function decodeKv(buf: Buffer, start: number, end: number): RawKv {
+  const kv: RawKv = { key: EMPTY, value: EMPTY, mod_revision: 0, create_revision: 0 };
+  const r = new PbReader(buf, start, end);
+  while (!r.done) {
+    const tag = r.tag();
+    if (tag === 10) kv.key = r.bytes();
+    else if (tag === 16) kv.create_revision = r.varint();
+    else if (tag === 24) kv.mod_revision = r.varint();
+    else if (tag === 42) kv.value = r.bytes();
+    else r.skip(tag);
   }
-  return n;
+  return kv;
 }
 
-function writeVarint(buf: Buffer, at: number, v: number): number {
-  while (v >= 0x80) {
-    buf[at++] = (v & 0x7f) | 0x80;
-    v = Math.floor(v / 128);
+/** The revision (field 3) of a ResponseHeader. */
+function headerRevision(buf: Buffer, start: number, end: number): number {
+  const r = new PbReader(buf, start, end);
+  let rev = 0;
+  while (!r.done) {
+    const tag = r.tag();
+    if (tag === 24) rev = r.varint();
+    else r.skip(tag);
   }
-  buf[at++] = v;
-  return at;
+  return rev;
 }
 
-/** A field: a number is a varint (always written, so a oneof's 0 stays set), a Buffer length-delimited. */
-type Field = [number, number | Buffer | undefined];
-
-/** Encodes fields in order; undefined ones are left out. */
-export function pbMessage(fields: Field[]): Buffer {
-  let size = 0;
-  for (const [n, v] of fields) {
-    if (v === undefined) continue;
-    if (typeof v === 'number') size += varintSize(n * 8) + varintSize(v);
-    else size += varintSize(n * 8 + 2) + varintSize(v.length) + v.length;
-  }
-  const out = Buffer.allocUnsafe(size);
-  let at = 0;
-  for (const [n, v] of fields) {
-    if (v === undefined) continue;
-    if (typeof v === 'number') {
-      if (v < 0 || !Number.isSafeInteger(v)) throw new Error(`protobuf: cannot encode ${v} as a varint`);
-      at = writeVarint(out, at, n * 8);
-      at = writeVarint(out, at, v);
-    } else {
-      at = writeVarint(out, at, n * 8 + 2);
-      at = writeVarint(out, at, v.length);
-      at += v.copy(out, at);
-    }
+function readRange(buf: Buffer, start: number, end: number): RangeResult {
+  const out: RangeResult = { revision: 0, kvs: [], more: false };
+  const r = new PbReader(buf, start, end);
+  while (!r.done) {
+    const tag = r.tag();
+    if (tag === 10) {
+      const [s, e] = r.span();
+      out.revision = headerRevision(buf, s, e);
+    } else if (tag === 18) {
+      const [s, e] = r.span();
+      out.kvs.push(decodeKv(buf, s, e));
+    } else if (tag === 24) out.more = r.bool();
+    else r.skip(tag);
   }
   return out;
 }
 
-/** Calls `fn` for each field of a message: varints as numbers, length-delimited fields as views. */
-export function pbFields(buf: Buffer, fn: (field: number, value: number | Buffer) => void): void {
-  let i = 0;
-  const varint = (): number => {
-    let result = 0;
-    let mul = 1;
-    for (;;) {
-      if (i >= buf.length) throw new Error('protobuf: truncated varint');
-      const b = buf[i++];
-      result += (b & 0x7f) * mul;
-      if ((b & 0x80) === 0) return result;
-      mul *= 128;
-      if (mul > 2 ** 63) throw new Error('protobuf: varint too long');
-    }
-  };
-  while (i < buf.length) {
-    const tag = varint();
-    const field = Math.floor(tag / 8);
-    const wire = tag & 7;
-    if (wire === 0) fn(field, varint());
-    else if (wire === 2) {
-      const len = varint();
-      if (i + len > buf.length) throw new Error('protobuf: truncated field');
-      fn(field, buf.subarray(i, i + len));
-      i += len;
-    } else if (wire === 1) i += 8;
-    else if (wire === 5) i += 4;
-    else throw new Error(`protobuf: unsupported wire type ${wire}`);
-  }
-}
-
-const EMPTY = Buffer.alloc(0);
-
-function decodeKv(buf: Buffer): RawKv {
-  const kv: RawKv = { key: EMPTY, value: EMPTY, mod_revision: 0, create_revision: 0 };
-  pbFields(buf, (f, v) => {
-    if (f === 1 && typeof v !== 'number') kv.key = v;
-    else if (f === 2 && typeof v === 'number') kv.create_revision = v;
-    else if (f === 3 && typeof v === 'number') kv.mod_revision = v;
-    else if (f === 5 && typeof v !== 'number') kv.value = v;
-  });
-  return kv;
-}
-
-function headerRevision(buf: Buffer): number {
-  let rev = 0;
-  pbFields(buf, (f, v) => {
-    if (f === 3 && typeof v === 'number') rev = v;
-  });
-  return rev;
-}
-
+/** etcdserverpb.RangeResponse: header 1, kvs 2, more 3. */
 export function decodeRangeResponse(buf: Buffer): RangeResult {
-  const r: RangeResult = { revision: 0, kvs: [], more: false };
-  pbFields(buf, (f, v) => {
-    if (f === 1 && typeof v !== 'number') r.revision = headerRevision(v);
-    else if (f === 2 && typeof v !== 'number') r.kvs.push(decodeKv(v));
-    else if (f === 3 && typeof v === 'number') r.more = v !== 0;
-  });
-  return r;
+  return readRange(buf, 0, buf.length);
 }
 
+/** etcdserverpb.TxnResponse: header 1, succeeded 2, responses 3 (of which the first range is kept). */
 export function decodeTxnResponse(buf: Buffer): TxnResult {
-  const r: TxnResult = { revision: 0, succeeded: false, rangeKvs: [] };
+  const out: TxnResult = { revision: 0, succeeded: false, rangeKvs: [] };
   let first = true;
-  pbFields(buf, (f, v) => {
-    if (f === 1 && typeof v !== 'number') r.revision = headerRevision(v);
-    else if (f === 2 && typeof v === 'number') r.succeeded = v !== 0;
-    else if (f === 3 && typeof v !== 'number') {
-      if (!first) return;
+  const r = new PbReader(buf);
+  while (!r.done) {
+    const tag = r.tag();
+    if (tag === 10) {
+      const [s, e] = r.span();
+      out.revision = headerRevision(buf, s, e);
+    } else if (tag === 16) out.succeeded = r.bool();
+    else if (tag === 26) {
+      const [s, e] = r.span();
+      if (!first) continue;
       first = false;
-      pbFields(v, (rf, rv) => {
-        if (rf === 1 && typeof rv !== 'number') r.rangeKvs = decodeRangeResponse(rv).kvs;
-      });
-    }
-  });
-  return r;
+      // ResponseOp: response_range 1.
+      const op = new PbReader(buf, s, e);
+      while (!op.done) {
+        const t = op.tag();
+        if (t === 10) {
+          const [rs, re] = op.span();
+          out.rangeKvs = readRange(buf, rs, re).kvs;
+        } else op.skip(t);
+      }
+    } else r.skip(tag);
+  }
+  return out;
 }
 
-export function encodeRangeRequest(a: RangeArgs): Buffer {
-  return pbMessage([
-    [1, a.key],
-    [2, a.rangeEnd],
-    [3, a.limit ? a.limit : undefined],
-    [4, a.revision ? a.revision : undefined],
-  ]);
+/** etcdserverpb.RangeRequest: key 1, range_end 2, limit 3, revision 4. */
+function writeRange(w: PbWriter, a: RangeArgs): void {
+  w.bytes(1, a.key);
+  w.bytes(2, a.rangeEnd);
+  w.int64(3, a.limit);
+  w.int64(4, a.revision);
 }
 
-export function encodeTxnRequest(guard: Guard, success: TxnOp, failure: TxnOp): Buffer {
-  // Compare: result Equal (0), target Create (1) or Mod (2), key, create_revision (5) or mod_revision (6).
-  const compare = pbMessage([
-    [1, 0],
-    [2, guard.target === 'create' ? 1 : 2],
-    [3, guard.key],
-    [guard.target === 'create' ? 5 : 6, guard.value],
-  ]);
-  return pbMessage([
-    [1, compare],
-    [2, encodeOp(success)],
-    [3, encodeOp(failure)],
-  ]);
+/** A RangeRequest after `headroom` free bytes (for the frame header). */
+export function encodeRangeRequest(a: RangeArgs, headroom = 0): Buffer {
+  const w = writer.reset();
+  writeRange(w, a);
+  return w.finish(headroom);
 }
 
-function encodeOp(op: TxnOp): Buffer {
-  if ('put' in op)
-    return pbMessage([
-      [
-        2,
-        pbMessage([
-          [1, op.put.key],
-          [2, op.put.value],
-        ]),
-      ],
-    ]);
-  if ('delete' in op) return pbMessage([[3, pbMessage([[1, op.delete.key]])]]);
-  return pbMessage([[1, encodeRangeRequest(op.range)]]);
+/** A TxnRequest of one guard and one operation per branch, after `headroom` free bytes. */
+export function encodeTxnRequest(guard: Guard, success: TxnOp, failure: TxnOp, headroom = 0): Buffer {
+  const w = writer.reset();
+  // Compare: result Equal (0, left out), target Create (1) or Mod (2), key, then
+  // create_revision (5) or mod_revision (6), written even when 0: it is a oneof.
+  const compare = w.begin(1);
+  w.uint32(2, guard.target === 'create' ? 1 : 2);
+  w.bytes(3, guard.key);
+  w.int64Always(guard.target === 'create' ? 5 : 6, guard.value);
+  w.end(compare);
+  writeOp(w, 2, success);
+  writeOp(w, 3, failure);
+  return w.finish(headroom);
+}
+
+/** A RequestOp: request_range 1, request_put 2, request_delete_range 3. */
+function writeOp(w: PbWriter, field: number, op: TxnOp): void {
+  const mark = w.begin(field);
+  if ('put' in op) {
+    const put = w.begin(2);
+    w.bytes(1, op.put.key);
+    w.bytes(2, op.put.value);
+    w.end(put);
+  } else if ('delete' in op) {
+    const del = w.begin(3);
+    w.bytes(1, op.delete.key);
+    w.end(del);
+  } else {
+    const range = w.begin(1);
+    writeRange(w, op.range);
+    w.end(range);
+  }
+  w.end(mark);
 }
 
 // ---------- gRPC over HTTP/2 ----------
@@ -282,15 +258,17 @@ export class KvClient {
   async range(a: RangeArgs): Promise<RangeResult> {
     // A read is safe to repeat: a transport failure is retried once on the next member.
     try {
-      return decodeRangeResponse(await this.call('Range', encodeRangeRequest(a)));
+      return decodeRangeResponse(await this.call('Range', encodeRangeRequest(a, FRAME_HEADER_BYTES)));
     } catch (err) {
       if (!(err instanceof GrpcError) || err.code !== UNAVAILABLE || this.closed) throw err;
-      return decodeRangeResponse(await this.call('Range', encodeRangeRequest(a)));
+      return decodeRangeResponse(await this.call('Range', encodeRangeRequest(a, FRAME_HEADER_BYTES)));
     }
   }
 
   async txn(guard: Guard, success: TxnOp, failure: TxnOp): Promise<TxnResult> {
-    return decodeTxnResponse(await this.call('Txn', encodeTxnRequest(guard, success, failure)));
+    return decodeTxnResponse(
+      await this.call('Txn', encodeTxnRequest(guard, success, failure, FRAME_HEADER_BYTES)),
+    );
   }
 
   close(): void {
@@ -392,12 +370,10 @@ export class KvClient {
     session.close();
   }
 
-  private async call(method: 'Range' | 'Txn', message: Buffer): Promise<Buffer> {
+  /** One unary call; `frame` holds the request after FRAME_HEADER_BYTES of room for its header. */
+  private async call(method: 'Range' | 'Txn', frame: Buffer): Promise<Buffer> {
+    writeFrameHeader(frame, frame.length - FRAME_HEADER_BYTES);
     const session = await this.connected();
-    const frame = Buffer.allocUnsafe(5 + message.length);
-    frame[0] = 0;
-    frame.writeUInt32BE(message.length, 1);
-    message.copy(frame, 5);
     let stream: ClientHttp2Stream;
     try {
       stream = session.request({
@@ -411,7 +387,11 @@ export class KvClient {
       throw new GrpcError(`store connection failed: ${(err as Error).message}`, UNAVAILABLE);
     }
     return new Promise<Buffer>((resolve, reject) => {
-      const chunks: Buffer[] = [];
+      let response: Buffer | undefined;
+      let frameError = '';
+      const reader = new MessageReader(MAX_RESPONSE_BYTES, (body) => {
+        response ??= body;
+      });
       let status: number | undefined;
       let statusMessage = '';
       let httpStatus = 0;
@@ -433,7 +413,11 @@ export class KvClient {
         readStatus(h);
       });
       stream.on('trailers', readStatus);
-      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('data', (c: Buffer) => {
+        if (frameError !== '') return;
+        const err = reader.push(c);
+        if (err) frameError = err.message;
+      });
       const pending: Pending = {
         started: Date.now(),
         cancel: () => {
@@ -460,17 +444,15 @@ export class KvClient {
           reject(new GrpcError(statusMessage || `store ${method} failed with gRPC status ${status}`, status));
           return;
         }
-        const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-        if (body.length < 5) {
+        if (frameError !== '') {
+          reject(new GrpcError(`store ${method}: malformed response frame: ${frameError}`, UNAVAILABLE));
+          return;
+        }
+        if (!response) {
           reject(new GrpcError(`store ${method}: empty response`, UNAVAILABLE));
           return;
         }
-        const len = body.readUInt32BE(1);
-        if (body[0] !== 0 || body.length < 5 + len) {
-          reject(new GrpcError(`store ${method}: malformed response frame`, UNAVAILABLE));
-          return;
-        }
-        resolve(body.subarray(5, 5 + len));
+        resolve(response);
       });
       stream.end(frame);
     });

@@ -1,79 +1,15 @@
 // The store client of the request path (etcdkv.ts) and the reuse of written
 // objects for the apiserver's own watch events (written.ts): unit tests of the
-// encoding and the identity rules, then against a real store, that every watch
+// identity rules (etcdkv's codecs: etcdkv-codec.test.ts), then against a real store, that every watch
 // event carries exactly what the store holds at the event's revision.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { type ControlPlane, startControlPlane } from '@kubit/testkit';
-import { decodeTxnResponse, encodeTxnRequest, KvClient, pbFields, pbMessage } from '../src/etcdkv.js';
+import { KvClient } from '../src/etcdkv.js';
 import type { KObject } from '../src/storage.js';
 import { WrittenObjects } from '../src/written.js';
 import { Api, pod, until } from './helpers.js';
-
-/** All fields of a message, repeated ones in order. */
-function fieldsOf(buf: Buffer): Map<number, (number | Buffer)[]> {
-  const out = new Map<number, (number | Buffer)[]>();
-  pbFields(buf, (f, v) => out.set(f, [...(out.get(f) ?? []), v]));
-  return out;
-}
-
-describe('etcd protobuf encoding', () => {
-  it('encodes a guarded put with the guard value even when it is 0', () => {
-    const key = Buffer.from('/registry/pods/ns/a');
-    const req = encodeTxnRequest(
-      { key, target: 'create', value: 0 },
-      { put: { key, value: Buffer.from('{"x":1}') } },
-      { range: { key } },
-    );
-    const txn = fieldsOf(req);
-    const compare = fieldsOf(txn.get(1)![0] as Buffer);
-    assert.equal(compare.get(1)![0], 0, 'result Equal');
-    assert.equal(compare.get(2)![0], 1, 'target Create');
-    assert.equal((compare.get(3)![0] as Buffer).toString(), '/registry/pods/ns/a');
-    assert.equal(compare.get(5)![0], 0, 'create_revision must be present: it is a oneof');
-    const put = fieldsOf(fieldsOf(txn.get(2)![0] as Buffer).get(2)![0] as Buffer);
-    assert.equal((put.get(2)![0] as Buffer).toString(), '{"x":1}');
-    const range = fieldsOf(fieldsOf(txn.get(3)![0] as Buffer).get(1)![0] as Buffer);
-    assert.equal((range.get(1)![0] as Buffer).toString(), '/registry/pods/ns/a');
-  });
-
-  it('encodes mod revisions beyond 32 bits and decodes a failed txn with the current kv', () => {
-    const rev = 2 ** 40 + 7;
-    const key = Buffer.from('k');
-    const compare = fieldsOf(
-      fieldsOf(
-        encodeTxnRequest({ key, target: 'mod', value: rev }, { delete: { key } }, { range: { key } }),
-      ).get(1)![0] as Buffer,
-    );
-    assert.equal(compare.get(6)![0], rev);
-    const kv = pbMessage([
-      [1, key],
-      [2, 5],
-      [3, rev],
-      [4, 2],
-      [5, Buffer.from('v')],
-    ]);
-    const rangeResponse = pbMessage([[2, kv]]);
-    const response = pbMessage([
-      [1, pbMessage([[3, rev + 1]])],
-      [2, 0],
-      [3, pbMessage([[1, rangeResponse]])],
-    ]);
-    const r = decodeTxnResponse(response);
-    assert.equal(r.revision, rev + 1);
-    assert.equal(r.succeeded, false);
-    assert.equal(r.rangeKvs.length, 1);
-    assert.equal(r.rangeKvs[0].mod_revision, rev);
-    assert.equal(r.rangeKvs[0].create_revision, 5);
-    assert.equal(r.rangeKvs[0].value.toString(), 'v');
-  });
-
-  it('refuses truncated input', () => {
-    assert.throws(() => pbFields(Buffer.from([0x0a, 0x05, 0x61]), () => undefined), /truncated/);
-    assert.throws(() => pbFields(Buffer.from([0x08, 0x80]), () => undefined), /truncated/);
-  });
-});
 
 describe('written objects', () => {
   const obj = (): KObject => ({

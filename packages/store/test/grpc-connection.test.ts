@@ -9,8 +9,8 @@ import * as net from 'node:net';
 import { after, before, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { StoreCluster, waitFor } from '@kubit/testkit';
+import { frameMessage } from '@kubit/wire';
 import { etcdServices } from '../src/proto.js';
-import { frameMessage } from '../src/wire/grpc-frame.js';
 import { KvClient } from './kv-client.js';
 
 const KV = etcdServices.KV.service;

@@ -4,11 +4,11 @@ import { after, before, test } from 'node:test';
 import { tempDir } from '@kubit/testkit';
 import { Level } from 'level';
 import { EtcdError } from '../src/errors.js';
+import type { Command, RangeRequest, RequestOp, TxnRequest } from '../src/messages.js';
 import * as kv from '../src/mvcc/kv.js';
 import { type Db, StateMachine } from '../src/mvcc/machine.js';
 import type { BatchOp } from '../src/mvcc/store.js';
 import { validateTxn } from '../src/mvcc/validate.js';
-import type { Command, RangeRequest, RequestOp, TxnRequest } from '../src/proto.js';
 
 const b = (s: string) => Buffer.from(s);
 let dir: { path: string; cleanup: () => Promise<void> };

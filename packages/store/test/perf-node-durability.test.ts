@@ -9,12 +9,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { createLogger } from '@kubit/daemon';
 import { Level } from 'level';
+import type { PutRequest } from '../src/messages.js';
 import type { Db } from '../src/mvcc/machine.js';
 import { StateMachine } from '../src/mvcc/machine.js';
 import type { BatchOp } from '../src/mvcc/store.js';
 import { RaftLog } from '../src/node/log.js';
 import { RaftNode } from '../src/node/node.js';
-import { codecs, type PutRequest } from '../src/proto.js';
+import { codecs } from '../src/proto.js';
 import { type ConfChange, EntryType, encodeConfChange, RawNode } from '../src/raft/index.js';
 
 /** Holds synced batches until released, to see what the loop does meanwhile. */

@@ -3,20 +3,20 @@
 // other reads back the same, for random messages.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { framedSerializer, frameMessage, PbReader, PbWriter } from '@kubit/wire';
 import fc from 'fast-check';
+import type {
+  Command,
+  KeyValue,
+  PutRequest,
+  RangeRequest,
+  ResponseHeader,
+  WireMessage,
+} from '../src/messages.js';
+import { decodeCommand, encodeCommand } from '../src/node/command.js';
 import { decodeHardState, encodeHardState, messageFromWire, messageToWire } from '../src/node/wire.js';
-import {
-  type Command,
-  codecs,
-  type KeyValue,
-  type PutRequest,
-  packageDefinition,
-  type RangeRequest,
-  type ResponseHeader,
-  type WireMessage,
-} from '../src/proto.js';
+import { codecs, packageDefinition } from '../src/proto.js';
 import type { Entry, Message, MessageType } from '../src/raft/types.js';
-import { decodeCommand, encodeCommand } from '../src/wire/command.js';
 import {
   decodePutRequest,
   decodeRangeRequest,
@@ -27,8 +27,6 @@ import {
   encodeWatchResponse,
   encodeWatchResponseHead,
 } from '../src/wire/etcd.js';
-import { framedSerializer, frameMessage } from '../src/wire/grpc-frame.js';
-import { PbReader, PbWriter } from '../src/wire/pb.js';
 import { decodeEntry, decodeRaftBatch, encodeEntry, encodeRaftBatch } from '../src/wire/raft.js';
 
 interface Generic<T> {

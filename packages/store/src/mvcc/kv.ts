@@ -14,7 +14,7 @@ import type {
   ResponseOp,
   TxnRequest,
   TxnResponse,
-} from '../proto.js';
+} from '../messages.js';
 import { valueArena } from '../wire/arena.js';
 import { keyBuffer, keyString, toKeyRange } from './keys.js';
 import type { KvRecord, MvccState, WriteTxn } from './store.js';

@@ -3,7 +3,8 @@
 // the same batch, so a restart knows where to resume), and tells watchers.
 import type { Level } from 'level';
 import { Errors, EtcdError } from '../errors.js';
-import { type Command, codecs, type MemberInfo } from '../proto.js';
+import type { Command, MemberInfo } from '../messages.js';
+import { codecs } from '../proto.js';
 import { keyBuffer } from './keys.js';
 import * as kv from './kv.js';
 import {

@@ -1,7 +1,7 @@
 // Checks etcd makes before a request is proposed: they need no state, so bad
 // requests are refused at once and never reach the log.
 import { Errors } from '../errors.js';
-import type { DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from '../proto.js';
+import type { DeleteRangeRequest, PutRequest, RangeRequest, RequestOp, TxnRequest } from '../messages.js';
 import { type KeyRange, keyString, toKeyRange } from './keys.js';
 
 /** etcd's default --max-request-bytes. */

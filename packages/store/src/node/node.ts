@@ -21,13 +21,14 @@
 // index found on disk (written in the same batch as the state it describes).
 import type { Logger } from '@kubit/daemon';
 import { Errors, type EtcdError } from '../errors.js';
+import type { Command, MemberInfo } from '../messages.js';
 import type { ApplyResult, Db, StateMachine } from '../mvcc/machine.js';
 import type { BatchOp } from '../mvcc/store.js';
-import { type Command, codecs, type MemberInfo } from '../proto.js';
+import { codecs } from '../proto.js';
 import { decodeConfChange } from '../raft/index.js';
 import type { ConfChange, ConfState, Entry, Message, Ready, SoftState } from '../raft/types.js';
 import { logArena } from '../wire/arena.js';
-import { decodeCommand, encodeCommand } from '../wire/command.js';
+import { decodeCommand, encodeCommand } from './command.js';
 import type { RaftLog } from './log.js';
 import type { RawNodeFactory, RawNodeLike } from './rawnode.js';
 import { trace, traceMessages, traceReady, tracing } from './trace.js';

@@ -10,9 +10,10 @@
 // on it); the rare unary calls (snapshots, lease renewals) use grpc-js.
 import * as http2 from 'node:http2';
 import type * as grpc from '@grpc/grpc-js';
-import { type RaftBatch, RaftPeerService } from '../proto.js';
+import { frameMessage } from '@kubit/wire';
+import type { RaftBatch } from '../messages.js';
+import { RaftPeerService } from '../proto.js';
 import type { Message } from '../raft/types.js';
-import { frameMessage } from '../wire/grpc-frame.js';
 import { encodeRaftBatch } from '../wire/raft.js';
 import { messageToWire } from './wire.js';
 

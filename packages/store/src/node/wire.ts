@@ -1,9 +1,10 @@
 // Converts raft's in-memory types to and from the protobuf forms used on
 // disk and between peers.
 
-import { codecs, type WireEntry, type WireMessage, type WireSnapshot } from '../proto.js';
+import { PbWriter } from '@kubit/wire';
+import type { WireEntry, WireMessage, WireSnapshot } from '../messages.js';
+import { codecs } from '../proto.js';
 import type { Entry, HardState, Message, MessageType, Snapshot } from '../raft/types.js';
-import { PbWriter } from '../wire/pb.js';
 
 export function entryToWire(e: Entry): WireEntry {
   return { term: e.term, index: e.index, type: e.type, data: e.data };

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import type * as grpc from '@grpc/grpc-js';
 import { Errors, EtcdError } from '../errors.js';
-import type { Member, MemberInfo } from '../proto.js';
+import type { Member, MemberInfo } from '../messages.js';
 import { codecs } from '../proto.js';
 import type { RaftStatus } from '../raft/index.js';
 import { header, type ServerContext, unary } from './context.js';

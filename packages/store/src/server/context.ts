@@ -1,11 +1,11 @@
 // What every gRPC service of a member shares.
 import { EtcdError } from '../errors.js';
+import type { ResponseHeader } from '../messages.js';
 import type { StateMachine } from '../mvcc/machine.js';
 import type { Lessor } from '../node/lessor.js';
 import type { RaftNode } from '../node/node.js';
 import { trace } from '../node/trace.js';
 import type { Transport } from '../node/transport.js';
-import type { ResponseHeader } from '../proto.js';
 import type { CallError, UnaryHandler } from './grpc-server.js';
 
 export interface ServerContext {

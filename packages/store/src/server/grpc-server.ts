@@ -25,7 +25,7 @@ import { readFileSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
-import { frameMessage } from '../wire/grpc-frame.js';
+import { frameMessage, MessageReader } from '@kubit/wire';
 import { parseGrpcTimeout } from './grpc-timeout.js';
 import { ConnectionKeepalive, type KeepaliveOptions } from './keepalive.js';
 
@@ -145,66 +145,6 @@ export function encodeGrpcMessage(message: string): string {
         : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
   }
   return out;
-}
-
-const EMPTY = Buffer.alloc(0);
-
-/**
- * Splits a byte stream into gRPC messages. `push` returns an error text when
- * a message is compressed or over the limit (the call must then end).
- */
-export class MessageReader {
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  /** Length of the message being gathered, or -1 while its header is incomplete. */
-  private need = -1;
-
-  constructor(
-    private readonly maxLength: number,
-    private readonly onMessage: (body: Buffer) => void,
-  ) {}
-
-  push(chunk: Buffer): { code: number; message: string } | undefined {
-    this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
-    for (;;) {
-      if (this.need < 0) {
-        if (this.pendingBytes < 5) return undefined;
-        const head = this.take(5);
-        if (head[0] !== 0) {
-          return { code: Status.UNIMPLEMENTED, message: 'grpc: compressed messages are not supported' };
-        }
-        const length = head.readUInt32BE(1);
-        if (length > this.maxLength) {
-          return {
-            code: Status.RESOURCE_EXHAUSTED,
-            message: `grpc: received message larger than max (${length} vs. ${this.maxLength})`,
-          };
-        }
-        this.need = length;
-      }
-      if (this.pendingBytes < this.need) return undefined;
-      const body = this.take(this.need);
-      this.need = -1;
-      this.onMessage(body);
-    }
-  }
-
-  /** Removes and returns the first `n` pending bytes (no copy when one chunk holds them). */
-  private take(n: number): Buffer {
-    if (n === 0) return EMPTY;
-    const first = this.pending[0];
-    if (first.length >= n) {
-      this.pendingBytes -= n;
-      if (first.length === n) this.pending.shift();
-      else this.pending[0] = first.subarray(n);
-      return first.subarray(0, n);
-    }
-    const all = Buffer.concat(this.pending, this.pendingBytes);
-    this.pending = all.length > n ? [all.subarray(n)] : [];
-    this.pendingBytes -= n;
-    return all.subarray(0, n);
-  }
 }
 
 /** The server side of one call: its HTTP/2 stream, response headers and final status. */

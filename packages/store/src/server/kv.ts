@@ -1,6 +1,14 @@
 // etcdserverpb.KV: reads are served from memory after a ReadIndex round
 // (linearizable) or at once (serializable); writes go through the log.
 import { Errors } from '../errors.js';
+import type {
+  Command,
+  CompactionRequest,
+  DeleteRangeRequest,
+  PutRequest,
+  RangeRequest,
+  TxnRequest,
+} from '../messages.js';
 import * as kv from '../mvcc/kv.js';
 import {
   MAX_REQUEST_BYTES,
@@ -9,14 +17,6 @@ import {
   validateRange,
   validateTxn,
 } from '../mvcc/validate.js';
-import type {
-  Command,
-  CompactionRequest,
-  DeleteRangeRequest,
-  PutRequest,
-  RangeRequest,
-  TxnRequest,
-} from '../proto.js';
 import { header, type ServerContext, unary } from './context.js';
 import { deadlinePassed, type ServiceImplementation } from './grpc-server.js';
 

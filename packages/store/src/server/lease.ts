@@ -2,9 +2,9 @@
 // the leader only (it alone tracks deadlines), forwarded there by followers.
 import { randomBytes } from 'node:crypto';
 import { Errors } from '../errors.js';
+import type { LeaseGrantRequest, LeaseRevokeRequest } from '../messages.js';
 import { keyBuffer } from '../mvcc/keys.js';
 import { MAX_LEASE_TTL } from '../mvcc/validate.js';
-import type { LeaseGrantRequest, LeaseRevokeRequest } from '../proto.js';
 import { header, type ServerContext, toServiceError, unary } from './context.js';
 import type { DuplexCall, ServiceImplementation } from './grpc-server.js';
 import { write } from './kv.js';

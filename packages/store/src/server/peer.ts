@@ -2,8 +2,8 @@
 // or a unary Send for snapshots), and lease
 // keep-alives forwarded to this member while it leads.
 import { Errors } from '../errors.js';
+import type { RaftBatch } from '../messages.js';
 import { messageFromWire } from '../node/wire.js';
-import type { RaftBatch } from '../proto.js';
 import type { RaftStreamBatch } from '../wire/raft.js';
 import { header, type ServerContext, toServiceError } from './context.js';
 import type { DuplexCall, ServiceImplementation, UnaryCall, UnaryCallback } from './grpc-server.js';

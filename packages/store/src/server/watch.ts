@@ -4,10 +4,11 @@
 // misses or repeats a revision. A watcher gets one response per applied batch
 // (holding every revision of the batch it wants, as etcd does for a watcher
 // catching up), and each change is encoded once for all the watchers it goes to.
+
+import type { Event, WatchCreateRequest, WatchRequest, WatchResponse } from '../messages.js';
 import { inRange, type KeyRange, toKeyRange } from '../mvcc/keys.js';
 import { toDeletedKeyValue, toKeyValue } from '../mvcc/kv.js';
 import type { ChangeEvent } from '../mvcc/store.js';
-import type { Event, WatchCreateRequest, WatchRequest, WatchResponse } from '../proto.js';
 import { encodeChange, encodeWatchEvents, encodeWatchResponseHead } from '../wire/etcd.js';
 import { header, type ServerContext } from './context.js';
 import type { DuplexCall, ServiceImplementation } from './grpc-server.js';

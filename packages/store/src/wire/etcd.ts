@@ -3,7 +3,8 @@
 // are encoded once per change and shared by every watcher that gets them).
 // The objects read have exactly the shape proto-loader gives (keepCase, int64
 // as decimal strings, defaults filled in), so the handlers cannot tell.
-import type { KvRecord } from '../mvcc/store.js';
+
+import { FRAME_HEADER_BYTES, PbReader, PbWriter, writeFrameHeader } from '@kubit/wire';
 import type {
   Event,
   KeyValue,
@@ -13,11 +14,25 @@ import type {
   RangeResponse,
   ResponseHeader,
   WatchResponse,
-} from '../proto.js';
-import { FRAME_HEADER_BYTES, writeFrameHeader } from './grpc-frame.js';
-import { PbReader, PbWriter } from './pb.js';
+} from '../messages.js';
 
 const writer = new PbWriter(64 * 1024);
+
+/**
+ * A stored version of a key as watch events carry it: the fields of the
+ * MVCC store's record this file reads (declared here, so the codecs need
+ * nothing from the store above them).
+ */
+export interface VersionRecord {
+  key: string;
+  value: Buffer;
+  create: number;
+  mod: number;
+  /** 0 for a deletion. */
+  version: number;
+  /** Lease ID as a decimal string, "0" for none. */
+  lease: string;
+}
 const EMPTY = Buffer.alloc(0);
 
 function writeHeader(w: PbWriter, h: Partial<ResponseHeader> | undefined): void {
@@ -42,7 +57,7 @@ function writeKeyValue(w: PbWriter, field: number, kv: KeyValue): void {
 }
 
 /** A stored version as an mvccpb.KeyValue (a tombstone as etcd reports a deletion: key and revision). */
-function writeRecord(w: PbWriter, field: number, r: KvRecord): void {
+function writeRecord(w: PbWriter, field: number, r: VersionRecord): void {
   const mark = w.begin(field);
   w.latin1(1, r.key);
   if (r.version > 0) {
@@ -56,7 +71,7 @@ function writeRecord(w: PbWriter, field: number, r: KvRecord): void {
 }
 
 /** One mvccpb.Event's bytes (without its field tag), for a change and whether the watcher wants prev_kv. */
-export function encodeChange(record: KvRecord, prev: KvRecord | undefined): Buffer {
+export function encodeChange(record: VersionRecord, prev: VersionRecord | undefined): Buffer {
   const w = writer.reset();
   w.uint32(1, record.version === 0 ? 1 : 0);
   writeRecord(w, 2, record);

@@ -2,9 +2,10 @@
 // written and read straight from raft's own types: every log entry and every
 // peer batch goes through here, so the generic codec's per-field conversions
 // (and the intermediate wire objects) are skipped.
+
+import { PbReader, PbWriter } from '@kubit/wire';
 import type { Entry, EntryType, Message, MessageType, Snapshot } from '../raft/types.js';
 import { logArena } from './arena.js';
-import { PbReader, PbWriter } from './pb.js';
 
 /** A batch of raft messages as the peer stream carries it. */
 export interface RaftStreamBatch {

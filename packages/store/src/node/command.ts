@@ -1,8 +1,10 @@
 // kubitstore.Command (a replicated request) with a hand-written fast path for
 // the commonest one, a put; every other command goes through the generic codec.
-import { type Command, codecs } from '../proto.js';
-import { decodePutRequest } from './etcd.js';
-import { PbReader, PbWriter } from './pb.js';
+
+import { PbReader, PbWriter } from '@kubit/wire';
+import type { Command } from '../messages.js';
+import { codecs } from '../proto.js';
+import { decodePutRequest } from '../wire/etcd.js';
 
 const writer = new PbWriter(4096);
 const PUT_FIELD_TAG = 26; // field 3, length-delimited

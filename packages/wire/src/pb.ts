@@ -100,6 +100,12 @@ export class PbWriter {
     this.rawInt64(v);
   }
 
+  /** An int64 field written even when zero (a oneof member, whose 0 is a value). */
+  int64Always(field: number, v: number | string): void {
+    this.tag(field, WIRE_VARINT);
+    this.rawInt64(v);
+  }
+
   private rawInt64(v: number | string): void {
     const n = typeof v === 'number' ? v : Number(v);
     if (Number.isSafeInteger(n) && n >= 0) this.rawVarint(n);
