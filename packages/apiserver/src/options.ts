@@ -16,8 +16,10 @@ const DRY_RUN_VALUES = ['All'];
  * Whether a write is a dry run. `values` is the dryRun list (query or body); any
  * value but "All" is Kubernetes' 422 on the options kind, before anything else runs.
  */
-export function isDryRun(values: unknown, kind: OptionsKind): boolean {
-  const list = values === undefined ? [] : (Array.isArray(values) ? values : [values]).map(String);
+function isDryRun(values: unknown, kind: OptionsKind): boolean {
+  // Nearly every write has no dryRun at all: answer that without building lists.
+  if (values === undefined) return false;
+  const list = (Array.isArray(values) ? values : [values]).map(String);
   const nonEmpty = list.filter((v) => v !== '');
   if (nonEmpty.some((v) => !DRY_RUN_VALUES.includes(v))) {
     throw invalid({ group: 'meta.k8s.io', kind }, '', [
@@ -52,7 +54,16 @@ export function deleteOptions(
   contentType: string | undefined,
   query: Record<string, unknown>,
 ): DeleteOpts {
-  const opts = hasBody(body) ? decodeDeleteOptions(body, contentType) : deleteOptionsFromQuery(query);
+  return checkDeleteOptions(
+    hasBody(body) ? decodeDeleteOptions(body, contentType) : deleteOptionsFromQuery(query),
+  );
+}
+
+/**
+ * Checks decoded DeleteOptions (a body, the query's, or those an Eviction carries) as
+ * Kubernetes' ValidateDeleteOptions does, and reads them into what a delete needs.
+ */
+export function checkDeleteOptions(opts: Record<string, unknown>): DeleteOpts {
   const policyText = typeof opts.propagationPolicy === 'string' ? opts.propagationPolicy : '';
   const errs = [];
   if (policyText && !['Orphan', 'Background', 'Foreground'].includes(policyText)) {

@@ -1,14 +1,12 @@
-// Writing an answer on a raw response: the one place a Status error is turned
-// into bytes, for fastify's error handler and for the requests that took over
-// their response (watches, logs).
+// Ending a taken-over response (a watch, a followed log) with an error: the
+// Status when nothing was sent yet, else a closed connection.
 import type { ServerResponse } from 'node:http';
 import { type Status, statusFromUnknown } from '@kubit/api';
 
 /** Writes a Status as the whole answer. */
-export function writeStatus(res: ServerResponse, status: Status, headers: Record<string, string> = {}): void {
+function writeStatus(res: ServerResponse, status: Status): void {
   const text = JSON.stringify(status);
   res.writeHead(status.code, {
-    ...headers,
     'Content-Type': 'application/json',
     'Content-Length': Buffer.byteLength(text),
   });

@@ -570,9 +570,7 @@ function deletionPlan(def: KindDef, o: KObject, opts: DeleteOpts): KObject | 'no
 
 /** Which options kind names a write's bad options in its 422 (PUT: UpdateOptions, PATCH: PatchOptions). */
 function optionsKindOf(verb: string): OptionsKind {
-  if (verb === 'patch') return 'PatchOptions';
-  if (verb === 'create') return 'CreateOptions';
-  return 'UpdateOptions';
+  return verb === 'patch' ? 'PatchOptions' : 'UpdateOptions';
 }
 
 function encodeContinue(rv: number, start: string): string {

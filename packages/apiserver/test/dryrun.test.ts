@@ -214,8 +214,8 @@ describe('every kind, every write verb, with dryRun=All', () => {
           const example = sub.exampleBody?.(verb, current);
           assert.ok(example, `${label}/${sub.name}: no exampleBody for ${verb}, so its dry run is untested`);
           const method = verb === 'create' ? 'POST' : verb === 'update' ? 'PUT' : 'PATCH';
-          const headers = { 'Content-Type': example.contentType ?? 'application/merge-patch+json' };
-          if (method !== 'PATCH') headers['Content-Type'] = example.contentType ?? 'application/json';
+          const fallback = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
+          const headers = { 'Content-Type': example.contentType ?? fallback };
           const r = await unchanged(`${label}/${sub.name} ${verb}`, () =>
             api.req(method, `${item}/${sub.name}?${DRY}`, example.body, headers),
           );

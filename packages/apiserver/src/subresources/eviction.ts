@@ -6,7 +6,7 @@ import { badRequest, methodNotSupported, successStatus } from '@kubit/api';
 import type { KindDef, SubresourceDef, SubresourceRequest } from '../kinds/types.js';
 import { schemas } from '../model/schema.js';
 import { decodeObject, parseFieldValidation } from '../objects.js';
-import { deleteOptions, queryDryRun } from '../options.js';
+import { checkDeleteOptions, queryDryRun } from '../options.js';
 import { BODY_MEDIA_TYPES, bodyFormat, parseBody, queryString } from '../request.js';
 import type { Result } from '../rest.js';
 
@@ -29,12 +29,7 @@ async function evict({ rest, def, ri, ctx }: SubresourceRequest): Promise<Result
   if (name !== undefined && name !== ri.name) {
     throw badRequest('name in URL does not match name in Eviction object');
   }
-  const bodyOptions = eviction.deleteOptions;
-  const opts = deleteOptions(
-    bodyOptions ? Buffer.from(JSON.stringify(bodyOptions)) : undefined,
-    'application/json',
-    {},
-  );
+  const opts = checkDeleteOptions((eviction.deleteOptions ?? {}) as Record<string, unknown>);
   // dryRun may come with the request (CreateOptions) or inside the DeleteOptions.
   opts.dryRun ||= queryDry;
   await rest.deleteOne(def, ri.namespace, ri.name, opts, ctx);
