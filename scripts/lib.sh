@@ -12,16 +12,18 @@ PNPM_VERSION=10.34.9
 #   iproute2: network namespaces and routes
 #   openssl: the cluster PKI
 #   nginx-light: the nginx the test image is built from
-SYSTEM_PACKAGES="openssl containerd runc containernetworking-plugins busybox-static umoci skopeo docker-registry etcd-server etcd-client iproute2 nginx-light"
-SYSTEM_COMMANDS="openssl containerd runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback busybox umoci skopeo /usr/bin/docker-registry etcd etcdctl ip /usr/sbin/nginx"
+#   nftables conntrack: kubit-proxy programs Services into the kernel and clears stale UDP flows
+SYSTEM_PACKAGES="openssl containerd runc containernetworking-plugins busybox-static umoci skopeo docker-registry etcd-server etcd-client iproute2 nginx-light nftables conntrack"
+SYSTEM_COMMANDS="openssl containerd runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback busybox umoci skopeo /usr/bin/docker-registry etcd etcdctl ip /usr/sbin/nginx /usr/sbin/nft /usr/sbin/conntrack"
 
 # What only the tests need, on top (scripts/test adds these; scripts/up does not):
+#   dnsutils dnsmasq-base: dig checks cluster DNS answers; dnsmasq is the DNS peer bench:services measures against
 #   openssh-server: the multi-host lab's installer runs over ssh to network-namespace hosts
 #   (nsenter and setsid, from util-linux, start each host's sshd in its namespace)
 #   docker.io docker-compose debootstrap: the compose test runs a private Docker Engine,
 #   builds the offline base image (scripts/base-image) and runs docker-compose.yml
-TEST_SYSTEM_PACKAGES="openssh-server docker.io docker-compose debootstrap"
-TEST_SYSTEM_COMMANDS="/usr/sbin/sshd ssh ssh-keygen nsenter setsid /usr/sbin/dockerd /usr/bin/docker-compose /usr/sbin/debootstrap"
+TEST_SYSTEM_PACKAGES="dnsutils dnsmasq-base openssh-server docker.io docker-compose debootstrap"
+TEST_SYSTEM_COMMANDS="dig /usr/sbin/dnsmasq /usr/sbin/sshd ssh ssh-keygen nsenter setsid /usr/sbin/dockerd /usr/bin/docker-compose /usr/sbin/debootstrap"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

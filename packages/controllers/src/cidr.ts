@@ -1,29 +1,9 @@
 // IPv4 CIDR arithmetic for the node IPAM controller: parse a cluster CIDR and
-// hand out its fixed-size subnets by index.
+// hand out its fixed-size subnets by index. The address arithmetic is @kubit/api's.
+import { type Cidr, formatCidr, maskOf, parseCidr } from '@kubit/api';
 
-export interface Cidr {
-  base: number; // network address as an unsigned 32-bit number
-  prefix: number;
-}
-
-export function parseCidr(s: string): Cidr {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(s.trim());
-  if (!m) throw new Error(`invalid CIDR address: ${s}`);
-  const octets = m.slice(1, 5).map(Number);
-  const prefix = Number(m[5]);
-  if (octets.some((o) => o > 255) || prefix > 32) throw new Error(`invalid CIDR address: ${s}`);
-  const ip = ((octets[0] << 24) | (octets[1] << 16) | (octets[2] << 8) | octets[3]) >>> 0;
-  return { base: (ip & maskOf(prefix)) >>> 0, prefix };
-}
-
-function maskOf(prefix: number): number {
-  return prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
-}
-
-export function formatCidr(c: Cidr): string {
-  const b = c.base;
-  return `${b >>> 24}.${(b >>> 16) & 255}.${(b >>> 8) & 255}.${b & 255}/${c.prefix}`;
-}
+export type { Cidr } from '@kubit/api';
+export { formatCidr, parseCidr } from '@kubit/api';
 
 /**
  * Subnets of size /maskSize inside a cluster CIDR, numbered 0..count-1, with a
