@@ -282,7 +282,7 @@ export const kinds: readonly KindInfo[] = Object.freeze([
     resource: 'services',
     namespaced: true,
     shortNames: ['svc'],
-    subresources: ['status', 'proxy'],
+    subresources: ['status'],
     categories: ['all'],
   }),
   define({
