@@ -32,6 +32,7 @@ const entries = [
   ['apiserver', 'main'],
   ['scheduler', 'main'],
   ['controllers', 'main'],
+  ['dns', 'main'],
   ['kubelet', 'main'],
   ['kubelet', 'hollow'],
 ];
