@@ -70,6 +70,12 @@ export class DnsServer {
   async listen(host: string, port: number): Promise<{ udpPort: number; tcpPort: number }> {
     const udp = createSocket({ type: host.includes(':') ? 'udp6' : 'udp4' });
     udp.on('message', (msg, rinfo) => {
+      // Most queries repeat: answer those from the cache without a promise in between.
+      const cached = this.fromCache(msg);
+      if (cached) {
+        udp.send(cached, rinfo.port, rinfo.address);
+        return;
+      }
       void this.handle(msg, 'udp').then((reply) => {
         if (reply) udp.send(reply, rinfo.port, rinfo.address);
       });
@@ -82,6 +88,13 @@ export class DnsServer {
         resolve();
       });
     });
+    // Room for bursts: a full receive buffer drops queries (the client retries after seconds).
+    try {
+      udp.setRecvBufferSize(4 * 1024 * 1024);
+      udp.setSendBufferSize(4 * 1024 * 1024);
+    } catch {
+      // Capped by net.core.rmem_max; the default still works.
+    }
     this.udp = udp;
     const udpPort = udp.address().port;
     const tcp = createServer((sock) => this.serveTcp(sock));
@@ -128,40 +141,69 @@ export class DnsServer {
     sock.on('close', () => this.connections.delete(sock));
   }
 
+  /**
+   * A UDP answer from the cache: the same query bytes (ID aside) get the same
+   * answer while the zone is unchanged, so the reply is the remembered bytes
+   * with the query's ID.
+   */
+  fromCache(msg: Buffer): Buffer | undefined {
+    if (msg.length < 12) return undefined;
+    const started = performance.now();
+    const hit = this.cache.get(msg.toString('latin1', 2));
+    if (!hit || hit.generation !== this.o.zone.generation) return undefined;
+    const bytes = Buffer.from(hit.bytes);
+    bytes[0] = msg[0];
+    bytes[1] = msg[1];
+    this.count('udp', hit.type, hit.rcode, 'cluster', started);
+    return bytes;
+  }
+
   /** The answer to one query message (undefined: no answer at all, as for garbage or responses). */
   async handle(msg: Buffer, transport: Transport): Promise<Buffer | undefined> {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     if (msg.length < 12) return undefined;
-    const m = this.o.metrics;
-    const key = transport === 'udp' ? msg.toString('latin1', 2) : undefined;
-    const hit = key === undefined ? undefined : this.cache.get(key);
     let reply: Reply | undefined;
-    if (hit && hit.generation === this.o.zone.generation) {
-      const bytes = Buffer.from(hit.bytes);
-      bytes.writeUInt16BE(msg.readUInt16BE(0), 0);
-      reply = { bytes, type: hit.type, rcode: hit.rcode, source: 'cluster', cacheable: false };
-    } else {
-      try {
-        reply = await this.answer(msg, transport);
-      } catch (err) {
-        this.o.onError?.(err as Error);
-        reply = errorReply(msg, RCODE.SERVFAIL);
-      }
-      if (!reply) return undefined;
-      if (key !== undefined && reply.cacheable) {
-        if (this.cache.size >= ANSWER_CACHE_SIZE) this.cache.clear();
-        this.cache.set(key, {
-          generation: this.o.zone.generation,
-          bytes: reply.bytes,
-          type: reply.type,
-          rcode: reply.rcode,
-        });
-      }
+    try {
+      reply = await this.answer(msg, transport);
+    } catch (err) {
+      this.o.onError?.(err as Error);
+      reply = errorReply(msg, RCODE.SERVFAIL);
     }
-    m.requests.inc({ proto: transport, type: reply.type });
-    m.responses.inc({ rcode: reply.rcode, source: reply.source });
-    m.duration.observe({ source: reply.source }, Number(process.hrtime.bigint() - started) / 1e9);
+    if (!reply) return undefined;
+    if (transport === 'udp' && reply.cacheable) {
+      if (this.cache.size >= ANSWER_CACHE_SIZE) this.cache.clear();
+      this.cache.set(msg.toString('latin1', 2), {
+        generation: this.o.zone.generation,
+        bytes: reply.bytes,
+        type: reply.type,
+        rcode: reply.rcode,
+      });
+    }
+    this.count(transport, reply.type, reply.rcode, reply.source, started);
     return reply.bytes;
+  }
+
+  /** Metric children by label values: looking labels up per query costs more than the answer. */
+  private readonly children = new Map<
+    string,
+    { requests: { inc(): void }; responses: { inc(): void }; duration: { observe(v: number): void } }
+  >();
+
+  private count(proto: Transport, type: string, rcode: string, source: string, startedMs: number): void {
+    const key = `${proto}|${type}|${rcode}|${source}`;
+    let c = this.children.get(key);
+    if (!c) {
+      const m = this.o.metrics;
+      c = {
+        requests: m.requests.labels({ proto, type }),
+        responses: m.responses.labels({ rcode, source }),
+        duration: m.duration.labels({ source }),
+      };
+      this.children.set(key, c);
+    }
+    c.requests.inc();
+    c.responses.inc();
+    c.duration.observe((performance.now() - startedMs) / 1000);
   }
 
   private async answer(msg: Buffer, transport: Transport): Promise<Reply | undefined> {
