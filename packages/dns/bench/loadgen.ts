@@ -52,7 +52,6 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   let sent = 0;
   let answered = 0;
   let wrong = 0;
-  let outstanding = 0;
   let running = true;
   let onAnswer: () => void = () => {};
   const conns: Conn[] = [];
@@ -67,7 +66,6 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
       c.sentAt[id] = 0;
       const ms = performance.now() - t0;
       if (ms > timeoutMs) return;
-      outstanding--;
       answered++;
       latencies.push(ms);
       // NOERROR (low 4 bits of byte 3) with at least one answer (ANCOUNT, bytes 6-7).
@@ -88,7 +86,6 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
     c.sentAt[id] = performance.now();
     c.sock.send(q, o.port, host);
     sent++;
-    outstanding++;
   };
   // Queries past their timeout no longer count as outstanding (closed loop replaces them).
   const reaper = setInterval(() => {
@@ -98,7 +95,6 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
         const t0 = c.sentAt[id];
         if (t0 !== 0 && now - t0 > timeoutMs) {
           c.sentAt[id] = 0;
-          outstanding--;
           if (running && o.rate === undefined) send();
         }
       }
