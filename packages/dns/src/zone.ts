@@ -141,14 +141,16 @@ export class ClusterZone {
   }
 
   private rebuild(key: string): void {
-    for (const r of this.contributed.get(key) ?? []) this.remove(key, r);
-    this.contributed.delete(key);
     const svc = this.services.get(key);
-    if (svc) {
-      const recs = serviceRecords(svc, [...(this.slices.get(key)?.values() ?? [])], this.zone);
-      for (const r of recs) this.add(key, r);
-      if (recs.length > 0) this.contributed.set(key, recs);
-    }
+    const recs = svc ? serviceRecords(svc, [...(this.slices.get(key)?.values() ?? [])], this.zone) : [];
+    const before = this.contributed.get(key) ?? [];
+    // Most updates (status, annotations, a slice's unrelated fields) change no record:
+    // then the answer cache, which a new generation empties, stays warm.
+    if (JSON.stringify(before) === JSON.stringify(recs)) return;
+    for (const r of before) this.remove(key, r);
+    this.contributed.delete(key);
+    for (const r of recs) this.add(key, r);
+    if (recs.length > 0) this.contributed.set(key, recs);
     this.generation++;
     this.serial = (this.serial + 1) >>> 0 || 1;
   }

@@ -350,3 +350,24 @@ describe('cluster zone changes', () => {
     assert.equal(z.lookup('web.default.svc.cluster.local', 'A').kind, 'forward');
   });
 });
+
+describe('cluster zone generations', () => {
+  it('an update that changes no record keeps the generation (and so the answer cache)', () => {
+    const z = zone();
+    const gen = z.generation;
+    z.upsertService(
+      svc('web', 'default', {
+        clusterIP: '10.96.0.20',
+        ports: [
+          { name: 'http', port: 80, protocol: 'TCP' },
+          { name: 'dns', port: 53, protocol: 'UDP' },
+          { port: 8080 },
+        ],
+        sessionAffinity: 'ClientIP',
+      }),
+    );
+    assert.equal(z.generation, gen);
+    z.upsertService(svc('web', 'default', { clusterIP: '10.96.0.21' }));
+    assert.ok(z.generation > gen);
+  });
+});
