@@ -9,6 +9,9 @@ import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from
 import { bootstrap } from './bootstrap.js';
 import { builtinKinds, KindRegistry } from './kinds/index.js';
 import { loadProtobufSchema } from './protobuf.js';
+import type { CreateAdmission } from './rest.js';
+import { ServiceAccountAdmission } from './sa-admission.js';
+import { type BoundObjectLookup, ServiceAccountTokens } from './sa-tokens.js';
 import { createServer } from './server.js';
 import { StoreStartup, withTimeout } from './startup.js';
 import { Store } from './storage.js';
@@ -32,6 +35,13 @@ export interface ApiServerOptions {
   watchCacheHistory?: number;
   bookmarkIntervalMs?: number;
   minRequestTimeoutSeconds?: number;
+  /** RSA private key (PEM) ServiceAccount tokens are signed with; without it no tokens are issued or accepted. */
+  serviceAccountSigningKeyFile?: string;
+  /** Public keys (PEM) tokens may also be verified with (a key being rotated out). */
+  serviceAccountKeyFiles?: string[];
+  serviceAccountIssuer?: string;
+  apiAudiences?: string[];
+  serviceAccountMaxTokenExpirationSeconds?: number;
 }
 
 function readFile(path: string | undefined, flag: string): Buffer | undefined {
@@ -42,6 +52,59 @@ function readFile(path: string | undefined, flag: string): Buffer | undefined {
   } catch (err) {
     throw new StartupError(`${flag}: cannot read ${path}: ${(err as Error).message}`);
   }
+}
+
+/** The token signer from the --service-account-* flags, or undefined when no signing key is given. */
+function serviceAccountTokens(opts: ApiServerOptions): ServiceAccountTokens | undefined {
+  const signingKey = readFile(opts.serviceAccountSigningKeyFile, '--service-account-signing-key-file');
+  if (!signingKey) {
+    if (opts.serviceAccountKeyFiles?.length) {
+      throw new StartupError('--service-account-key-file needs --service-account-signing-key-file');
+    }
+    return undefined;
+  }
+  const verificationKeys = (opts.serviceAccountKeyFiles ?? []).map(
+    (f) => readFile(f, '--service-account-key-file') as Buffer,
+  );
+  try {
+    return new ServiceAccountTokens({
+      signingKey,
+      verificationKeys,
+      issuer: opts.serviceAccountIssuer,
+      apiAudiences: opts.apiAudiences,
+      maxExpirationSeconds: opts.serviceAccountMaxTokenExpirationSeconds,
+    });
+  } catch (err) {
+    throw new StartupError(`--service-account-signing-key-file: ${(err as Error).message}`);
+  }
+}
+
+const BOUND_RESOURCES = { ServiceAccount: 'serviceaccounts', Pod: 'pods', Secret: 'secrets', Node: 'nodes' };
+/** A pod whose deletion's grace ended this long ago no longer vouches for its tokens. */
+const DELETED_POD_GRACE_MS = 60_000;
+
+/** Finds the objects a token is bound to: the watch cache first, the store when the cache has not seen them. */
+function boundObjectLookup(store: Store, caches: Map<string, WatchCache>): BoundObjectLookup {
+  return {
+    async uidOf(kind, namespace, name) {
+      const resource = BOUND_RESOURCES[kind];
+      const key = kind === 'Node' ? `/registry/nodes/${name}` : `/registry/${resource}/${namespace}/${name}`;
+      const o = caches.get(resource)?.objects.get(key) ?? (await store.get(key))?.obj;
+      if (!o) return undefined;
+      const deleted = o.metadata?.deletionTimestamp;
+      if (kind === 'Pod' && deleted && Date.parse(String(deleted)) + DELETED_POD_GRACE_MS < Date.now()) {
+        return undefined;
+      }
+      return typeof o.metadata?.uid === 'string' ? o.metadata.uid : undefined;
+    },
+  };
+}
+
+function serviceAccountAdmission(serviceAccounts: WatchCache, store: Store): CreateAdmission {
+  const plugin = new ServiceAccountAdmission(serviceAccounts, store);
+  return async (def, o, namespace) => {
+    if (def.group === '' && def.resource === 'pods') await plugin.admitPod(o, namespace);
+  };
 }
 
 export interface RunningApiServer {
@@ -99,7 +162,8 @@ export async function startApiServer(
     keyFile: readFile(opts.etcdKeyFile, '--etcd-keyfile'),
     latency: storeLatency,
   });
-  const kinds = new KindRegistry(builtinKinds());
+  const saTokens = serviceAccountTokens(opts);
+  const kinds = new KindRegistry(builtinKinds({ serviceAccountTokens: saTokens }));
   const caches = new Map<string, WatchCache>();
   for (const d of kinds.all) {
     const sr = kinds.storageResource(d);
@@ -124,11 +188,14 @@ export async function startApiServer(
     if (mode === 'AlwaysAllow')
       authzChain.push({ authorize: () => ({ decision: 'allow', reason: 'AlwaysAllow' }) });
   }
+  const lookup = boundObjectLookup(store, caches);
   const app = createServer({
     store,
     kinds,
     caches,
-    authn: new Authenticator(tokens),
+    authn: new Authenticator(tokens, saTokens && { tokens: saTokens, lookup }, log),
+    tokenReviewer: { tokens: saTokens, lookup, staticUser: (t) => tokens.get(t) },
+    createAdmission: saTokens ? [serviceAccountAdmission(caches.get('serviceaccounts')!, store)] : [],
     authz: new UnionAuthorizer(authzChain),
     rbac,
     log,

@@ -33,6 +33,27 @@ const program = new Command('kubit-apiserver')
     1800,
   )
   .option('--watch-bookmark-interval <seconds>', 'seconds between watch bookmarks', intArg(1, 3600), 10)
+  .option(
+    '--service-account-signing-key-file <file>',
+    'RSA private key (PEM) that signs ServiceAccount tokens; without it no tokens are issued',
+  )
+  .option(
+    '--service-account-key-file <file>',
+    'public key (PEM) tokens may also be verified with; repeatable',
+    (v: string, prev: string[]) => [...prev, v],
+    [],
+  )
+  .option(
+    '--service-account-issuer <url>',
+    'the iss of issued tokens',
+    'https://kubernetes.default.svc.cluster.local',
+  )
+  .option('--api-audiences <list>', 'audiences the API accepts in tokens (default: the issuer)', listArg, [])
+  .option(
+    '--service-account-max-token-expiration <seconds>',
+    'the longest validity a TokenRequest gets',
+    intArg(600, 2 ** 32),
+  )
   .option('--v <level>', 'log verbosity (accepted for compatibility)')
   .action(async (o) => {
     const log = createLogger({ name: 'kubit-apiserver' });
@@ -59,6 +80,11 @@ const program = new Command('kubit-apiserver')
         watchCacheHistory: o.watchCacheHistory,
         bookmarkIntervalMs: o.watchBookmarkInterval * 1000,
         minRequestTimeoutSeconds: o.minRequestTimeout,
+        serviceAccountSigningKeyFile: o.serviceAccountSigningKeyFile,
+        serviceAccountKeyFiles: o.serviceAccountKeyFile,
+        serviceAccountIssuer: o.serviceAccountIssuer,
+        apiAudiences: o.apiAudiences,
+        serviceAccountMaxTokenExpirationSeconds: o.serviceAccountMaxTokenExpiration,
       },
       log,
       registry,

@@ -53,6 +53,9 @@ export interface Ctx {
   warnings: string[];
 }
 
+/** An admission plugin's look at an object about to be created: it may change it or refuse it (throw). */
+export type CreateAdmission = (def: KindDef, o: KObject, namespace: string) => Promise<void>;
+
 export interface Result {
   code: number;
   body: unknown;
@@ -68,6 +71,8 @@ export class Rest {
     readonly kinds: KindRegistry,
     readonly caches: Map<string, WatchCache>,
     readonly log: Logger,
+    /** Mutating admission for creates (ServiceAccount), run after defaults, before validation. */
+    private readonly createAdmission: CreateAdmission[] = [],
   ) {}
 
   cacheFor(def: KindDef): WatchCache {
@@ -278,6 +283,7 @@ export class Rest {
     }
     def.prepareForCreate?.(o);
     def.defaults?.(o);
+    for (const admit of this.createAdmission) await admit(def, o, ri.namespace);
     m.uid = randomUUID();
     m.creationTimestamp = nowRfc3339();
     delete m.deletionTimestamp;

@@ -71,6 +71,11 @@ describe('apiserverArgs', () => {
       watchCacheHistory: 100,
       minRequestTimeoutSeconds: 60,
       watchBookmarkIntervalSeconds: 5,
+      serviceAccountSigningKeyFile: 'sak',
+      serviceAccountKeyFiles: ['sapub'],
+      serviceAccountIssuer: 'https://issuer',
+      apiAudiences: ['a', 'b'],
+      serviceAccountMaxTokenExpirationSeconds: 86400,
     };
     const args = apiserverArgs(every);
     assert.equal(args.length, Object.keys(every).length, 'one flag per option');

@@ -124,6 +124,7 @@ function messageOf(apiVersionKind: string): string {
       policy: 'k8s.io.api.policy.v1',
       'coordination.k8s.io': 'k8s.io.api.coordination.v1',
       'authorization.k8s.io': 'k8s.io.api.authorization.v1',
+      'authentication.k8s.io': 'k8s.io.api.authentication.v1',
     }[apiVersionKind.split('/')[0]]! + `.${kind}`,
   );
   return t.fullName.slice(1);

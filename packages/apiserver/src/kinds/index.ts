@@ -1,5 +1,7 @@
 // The kind registry: every resource the apiserver serves, by group/version/resource.
 
+import type { ServiceAccountTokens } from '../sa-tokens.js';
+import { tokenSubresource } from '../subresources/token.js';
 import { deployments, replicasets } from './apps.js';
 import {
   clusterrolebindings,
@@ -59,7 +61,13 @@ export class KindRegistry {
   }
 }
 
-export function builtinKinds(): KindDef[] {
+export interface KindOptions {
+  /** With a token signer, ServiceAccounts serve serviceaccounts/<name>/token (TokenRequest). */
+  serviceAccountTokens?: ServiceAccountTokens;
+}
+
+export function builtinKinds(opts: KindOptions = {}): KindDef[] {
+  const tokens = opts.serviceAccountTokens;
   return [
     namespaces,
     pods,
@@ -67,7 +75,7 @@ export function builtinKinds(): KindDef[] {
     events,
     configmaps,
     secrets,
-    serviceaccounts,
+    tokens ? { ...serviceaccounts, subresources: [tokenSubresource(tokens)] } : serviceaccounts,
     services,
     endpoints,
     endpointslices,
