@@ -88,6 +88,17 @@ export class NftRunner {
     }
   }
 
+  /** Whether the chain exists: a cheap canary for "someone flushed our table". */
+  async chainExists(family: string, table: string, chain: string): Promise<boolean> {
+    try {
+      await this.nft(['list', 'chain', family, table, chain]);
+      return true;
+    } catch (err) {
+      if (/No such file or directory|does not exist/.test((err as Error).message)) return false;
+      throw err;
+    }
+  }
+
   /** Fails with a clear message when nft is missing or cannot talk to the kernel. */
   async probe(): Promise<void> {
     await this.nft(['list', 'tables']);

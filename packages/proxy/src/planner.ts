@@ -307,6 +307,13 @@ function planServicePort(
   }
 
   r.sets.get('cluster-ips')?.elements.add(clusterIP);
+  if (proto === 'udp') {
+    r.udp.set(`${id.namespace}/${id.name}/${id.port}`, {
+      ips: [clusterIP, ...externalAddrs],
+      nodePort,
+      endpointIPs: [...new Set([...clusterEps, ...localEps].map((e) => e.ip))],
+    });
+  }
   const ipKey = (ip: string) => `${ip} . ${proto} . ${port.port}`;
   // Traffic to the cluster IP.
   if (internalLocal) {

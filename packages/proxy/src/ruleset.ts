@@ -49,10 +49,29 @@ export interface Ruleset {
   maps: Map<string, MapDef>;
   /** What the planner programmed, for metrics and logs. */
   stats: { servicePorts: number; endpoints: number };
+  /**
+   * Each UDP service port's addresses and the endpoints it sends to, so that the
+   * proxy can delete conntrack entries of endpoints that went (not kernel state: the differ ignores it).
+   */
+  udp: Map<string, UdpServicePort>;
+}
+
+export interface UdpServicePort {
+  /** Cluster IP, LB ingress and external IPs. */
+  ips: string[];
+  nodePort?: number;
+  /** Endpoint addresses traffic may be sent to. */
+  endpointIPs: string[];
 }
 
 export function emptyRuleset(): Ruleset {
-  return { chains: new Map(), sets: new Map(), maps: new Map(), stats: { servicePorts: 0, endpoints: 0 } };
+  return {
+    chains: new Map(),
+    sets: new Map(),
+    maps: new Map(),
+    stats: { servicePorts: 0, endpoints: 0 },
+    udp: new Map(),
+  };
 }
 
 const T = `${TABLE_FAMILY} ${TABLE_NAME}`;
