@@ -156,6 +156,28 @@ export const bootstrapClusterRoles: KObject[] = [
       verbs: ['delete', 'deletecollection'],
     },
     { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+    // Endpoints and EndpointSlice controllers; the load-balancer address allocator writes
+    // services/status.
+    {
+      apiGroups: ['discovery.k8s.io'],
+      resources: ['endpointslices'],
+      verbs: [...READ, ...WRITE, 'deletecollection'],
+    },
+    { apiGroups: [''], resources: ['services/status'], verbs: ['update', 'patch'] },
+  ]),
+  // What every node's kubit-proxy reads, as Kubernetes' role for kube-proxy.
+  clusterRole('system:node-proxier', [
+    eventsRule,
+    { apiGroups: [''], resources: ['services', 'endpoints'], verbs: ['list', 'watch'] },
+    { apiGroups: [''], resources: ['nodes'], verbs: READ },
+    { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
+  ]),
+  // kubit-dns reads the cluster's names everywhere; its writes (the kube-dns Service and
+  // each instance's own EndpointSlice) are granted in kube-system only (bootstrapRoles).
+  clusterRole('system:kubit-dns', [
+    { apiGroups: [''], resources: ['services', 'endpoints', 'pods', 'namespaces'], verbs: ['list', 'watch'] },
+    { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
+    { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
   ]),
   // Kubelets are authorized by the Node authorizer; this role documents what a node does
   // and is left unbound, as in Kubernetes.
@@ -187,6 +209,8 @@ export const bootstrapBindings: KObject[] = [
   binding('system:kube-controller-manager', 'system:kube-controller-manager', [
     { kind: 'User', name: 'system:kube-controller-manager' },
   ]),
+  binding('system:node-proxier', 'system:node-proxier', [{ kind: 'User', name: 'system:kube-proxy' }]),
+  binding('system:kubit-dns', 'system:kubit-dns', [{ kind: 'User', name: 'system:kubit-dns' }]),
 ];
 
 /** Namespaced bootstrap policy: the controller manager's own leader Lease in kube-system. */
@@ -208,6 +232,14 @@ export const bootstrapRoles: KObject[] = [
       },
     ],
   },
+  kubeSystemRole('system:kubit-dns', [
+    { apiGroups: [''], resources: ['services'], verbs: ['get', 'create', 'update', 'patch'] },
+    {
+      apiGroups: ['discovery.k8s.io'],
+      resources: ['endpointslices'],
+      verbs: ['get', 'create', 'update', 'patch', 'delete'],
+    },
+  ]),
 ];
 
 export const bootstrapRoleBindings: KObject[] = [
@@ -229,7 +261,37 @@ export const bootstrapRoleBindings: KObject[] = [
       { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:kube-controller-manager' },
     ],
   },
+  kubeSystemRoleBinding('system:kubit-dns', 'system:kubit-dns', 'system:kubit-dns'),
 ];
+
+function kubeSystemRole(name: string, rules: unknown[]): KObject {
+  return {
+    apiVersion: RBAC,
+    kind: 'Role',
+    metadata: {
+      name,
+      namespace: 'kube-system',
+      labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' },
+      annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' },
+    },
+    rules,
+  };
+}
+
+function kubeSystemRoleBinding(name: string, role: string, user: string): KObject {
+  return {
+    apiVersion: RBAC,
+    kind: 'RoleBinding',
+    metadata: {
+      name,
+      namespace: 'kube-system',
+      labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' },
+      annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' },
+    },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+  };
+}
 
 function withMeta(o: KObject): KObject {
   return { ...o, metadata: { ...o.metadata, uid: randomUUID(), creationTimestamp: nowRfc3339() } };

@@ -34,6 +34,7 @@ import {
   validateObjectMetaUpdate,
 } from './meta.js';
 import { validateBindingTarget, validatePodSpec, validatePodSpecUpdate } from './pod.js';
+import { validateEndpointSlice, validateEndpoints, validateService } from './service.js';
 import { isObj, type Obj, own } from './util.js';
 
 interface KindValidator {
@@ -59,6 +60,9 @@ const validators: Record<string, KindValidator> = {
   },
   '/Secret': { name: nameIsDNSSubdomain, create: validateSecret, update: validateSecretUpdate },
   '/ServiceAccount': { name: nameIsDNSSubdomain, create: validateServiceAccount },
+  '/Service': { name: nameIsDNSLabel, create: validateService },
+  '/Endpoints': { name: nameIsDNSSubdomain, create: validateEndpoints },
+  'discovery.k8s.io/EndpointSlice': { name: nameIsDNSSubdomain, create: validateEndpointSlice },
   'coordination.k8s.io/Lease': { name: nameIsDNSSubdomain, create: validateLease },
   'rbac.authorization.k8s.io/Role': {
     name: nameIsPathSegment,

@@ -16,6 +16,7 @@ import {
   serviceaccounts,
 } from './core.js';
 import { pods } from './pods.js';
+import { endpoints, endpointslices, services } from './services.js';
 import { groupVersion, type KindDef } from './types.js';
 
 export type { Column, KindDef, TableDef } from './types.js';
@@ -67,6 +68,9 @@ export function builtinKinds(): KindDef[] {
     configmaps,
     secrets,
     serviceaccounts,
+    services,
+    endpoints,
+    endpointslices,
     eventsV1,
     leases,
     roles,

@@ -270,6 +270,76 @@ const deploymentSpec = S.obj({
   progressDeadlineSeconds: S.int,
 });
 
+const objectReference = S.obj({
+  kind: S.str,
+  namespace: S.str,
+  name: S.str,
+  uid: S.str,
+  apiVersion: S.str,
+  resourceVersion: S.str,
+  fieldPath: S.str,
+});
+
+const serviceSpec = S.obj({
+  ports: S.list(
+    S.obj({
+      name: S.str,
+      protocol: S.str,
+      appProtocol: S.str,
+      port: S.int,
+      targetPort: S.intOrStr,
+      nodePort: S.int,
+    }),
+  ),
+  selector: strMap,
+  clusterIP: S.str,
+  clusterIPs: strList,
+  type: S.str,
+  externalIPs: strList,
+  sessionAffinity: S.str,
+  loadBalancerIP: S.str,
+  loadBalancerSourceRanges: strList,
+  externalName: S.str,
+  externalTrafficPolicy: S.str,
+  healthCheckNodePort: S.int,
+  publishNotReadyAddresses: S.bool,
+  sessionAffinityConfig: S.obj({ clientIP: S.obj({ timeoutSeconds: S.int }) }),
+  ipFamilies: strList,
+  ipFamilyPolicy: S.str,
+  allocateLoadBalancerNodePorts: S.bool,
+  loadBalancerClass: S.str,
+  internalTrafficPolicy: S.str,
+  trafficDistribution: S.str,
+});
+
+const portStatus = S.obj({ port: S.int, protocol: S.str, error: S.str });
+
+const serviceStatus = S.obj({
+  loadBalancer: S.obj({
+    ingress: S.list(S.obj({ ip: S.str, hostname: S.str, ipMode: S.str, ports: S.list(portStatus) })),
+  }),
+  conditions: S.list(S.any),
+});
+
+const endpointAddress = S.obj({ ip: S.str, hostname: S.str, nodeName: S.str, targetRef: objectReference });
+
+const endpointSubset = S.obj({
+  addresses: S.list(endpointAddress),
+  notReadyAddresses: S.list(endpointAddress),
+  ports: S.list(S.obj({ name: S.str, port: S.int, protocol: S.str, appProtocol: S.str })),
+});
+
+const sliceEndpoint = S.obj({
+  addresses: strList,
+  conditions: S.obj({ ready: S.bool, serving: S.bool, terminating: S.bool }),
+  hostname: S.str,
+  targetRef: objectReference,
+  deprecatedTopology: strMap,
+  nodeName: S.str,
+  zone: S.str,
+  hints: S.obj({ forZones: S.list(S.obj({ name: S.str })), forNodes: S.list(S.obj({ name: S.str })) }),
+});
+
 const deleteOptions = S.obj({
   apiVersion: S.str,
   kind: S.str,
@@ -312,6 +382,14 @@ export const schemas = {
     secrets: S.list(S.any),
     imagePullSecrets: S.list(S.obj({ name: S.str })),
     automountServiceAccountToken: S.bool,
+  }),
+  service: S.obj({ ...typeMeta, spec: serviceSpec, status: serviceStatus }),
+  endpoints: S.obj({ ...typeMeta, subsets: S.list(endpointSubset) }),
+  endpointSlice: S.obj({
+    ...typeMeta,
+    addressType: S.str,
+    endpoints: S.list(sliceEndpoint),
+    ports: S.list(S.obj({ name: S.str, protocol: S.str, port: S.int, appProtocol: S.str })),
   }),
   lease: S.obj({
     ...typeMeta,

@@ -5,10 +5,12 @@ import type { ContainerRuntime } from '@kubit/cri';
 import { createLogger, type Logger } from '@kubit/daemon';
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import { Backoff, type BackoffConfig, DEFAULT_BACKOFF } from './backoff.js';
+import type { NodeDnsSettings } from './dns.js';
 import { logFailure } from './failures.js';
 import { MANAGED_LABEL, POD_UID_LABEL } from './labels.js';
 import { runtimeSignature } from './observed.js';
 import { podRequests } from './resources.js';
+import type { ServiceSource } from './service-env.js';
 import type { EventSink, ObjectSource, PodStatusSink } from './sinks.js';
 import type { Tracer } from './trace.js';
 import { VolumeManager } from './volumes.js';
@@ -39,6 +41,10 @@ export interface PodManagerOptions {
   resyncIntervalMs?: number;
   /** Notes start-up steps (see trace.ts). */
   trace?: Tracer;
+  /** Pods' resolv.conf and /etc/hosts (see WorkerContext). */
+  dns?: NodeDnsSettings;
+  /** Services for pods' environment variables (see WorkerContext). */
+  services?: ServiceSource;
 }
 
 const isTerminalPhase = (p: Pod) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
@@ -68,6 +74,8 @@ export class PodManager {
       networkNotReady: opts.networkNotReady,
       pulls: new Map(),
       trace: opts.trace,
+      dns: opts.dns,
+      services: opts.services,
     };
   }
 
