@@ -62,8 +62,8 @@ interface NftObject {
 
 /**
  * The table as nft -j lists it, made comparable: no handles, chains and sets
- * sorted by name, elements sorted, dynamic sets' elements (the kernel's, not
- * ours: affinity entries with their own expiry) left out. Rules keep their order.
+ * sorted by name, elements sorted, affinity sets' elements (the kernel's, not
+ * ours: client addresses with their own expiry) left out. Rules keep their order.
  */
 export function normalizedTable(ns: string): string | undefined {
   let out: string;
@@ -90,8 +90,8 @@ export function normalizedTable(ns: string): string | undefined {
       c.rules.push(rest.expr);
       chains.set(rest.chain as string, c);
     } else if (kind === 'set' || kind === 'map') {
-      const flags = (rest.flags as string[] | undefined) ?? [];
-      const elem = flags.includes('dynamic')
+      // The kernel lists a dynamic set's flags as "timeout" only: know ours by name.
+      const elem = String(rest.name).startsWith('affinity-')
         ? undefined
         : ((rest.elem as unknown[] | undefined) ?? []).map((e) => JSON.stringify(e)).sort();
       sets.push([`${kind} ${rest.name}`, { ...rest, elem }]);
