@@ -34,6 +34,7 @@ const entries = [
   ['controllers', 'main'],
   ['kubelet', 'main'],
   ['kubelet', 'hollow'],
+  ['proxy', 'main'],
 ];
 
 // ESM output of CommonJS dependencies needs a require() of its own.
