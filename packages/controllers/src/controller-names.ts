@@ -9,6 +9,8 @@ export const KNOWN_CONTROLLERS = [
   'garbagecollector',
   'namespace',
   'podgc',
+  'serviceaccount',
+  'root-ca-cert-publisher',
 ] as const;
 export type ControllerName = (typeof KNOWN_CONTROLLERS)[number];
 

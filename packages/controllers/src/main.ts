@@ -3,6 +3,7 @@
 // IPAM, node lifecycle, garbage collector, namespace) against the apiserver,
 // with Lease leader election so only one replica acts at a time.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import {
   createLogger,
@@ -40,6 +41,7 @@ interface Flags {
   bindAddress: string;
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
+  rootCaFile?: string;
   v?: number;
 }
 
@@ -92,6 +94,10 @@ const program = new Command('kubit-controller-manager')
   .option('--bind-address <ip>', 'address for --secure-port', '0.0.0.0')
   .option('--tls-cert-file <file>', 'serving certificate for --secure-port (self-signed when absent)')
   .option('--tls-private-key-file <file>', 'key of --tls-cert-file')
+  .option(
+    '--root-ca-file <file>',
+    'the CA bundle published as the kube-root-ca.crt ConfigMap in every namespace (pods verify the apiserver with it)',
+  )
   .option('--v <level>', 'log verbosity (ignored beyond info/debug)', intArg(0, 10))
   .action(async (flags: Flags) => {
     await run(flags);
@@ -116,6 +122,17 @@ async function run(flags: Flags): Promise<void> {
   }
   if (Boolean(flags.tlsCertFile) !== Boolean(flags.tlsPrivateKeyFile)) {
     throw new StartupError('--tls-cert-file and --tls-private-key-file go together');
+  }
+  let rootCA: string | undefined;
+  if (flags.rootCaFile) {
+    try {
+      rootCA = readFileSync(flags.rootCaFile, 'utf8');
+    } catch (err) {
+      throw new StartupError(`--root-ca-file: ${(err as Error).message}`);
+    }
+    if (!rootCA.includes('-----BEGIN CERTIFICATE-----')) {
+      throw new StartupError(`--root-ca-file: ${flags.rootCaFile} holds no PEM certificate`);
+    }
   }
   // Loaded only once the flags are good, so a mistake is reported at once.
   const { EventRecorder, KubeClient, LeaderElector, SharedInformerFactory } = await import('@kubit/client');
@@ -147,6 +164,7 @@ async function run(flags: Flags): Promise<void> {
       nodeMonitorPeriodMs: flags.nodeMonitorPeriod,
       workers: flags.concurrentSyncs,
       served,
+      rootCA,
       events: (component) => {
         const recorder = new EventRecorder(client, {
           component,

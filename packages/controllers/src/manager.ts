@@ -15,6 +15,7 @@ import { NodeLifecycleController } from './nodelifecycle.js';
 import { PodGarbageCollector } from './podgc.js';
 import { ReplicaSetController } from './replicaset.js';
 import type { ServedFilter } from './served.js';
+import { RootCAPublisher, ServiceAccountsController } from './serviceaccounts.js';
 
 export interface ManagerOptions {
   controllers: Set<ControllerName>;
@@ -30,6 +31,8 @@ export interface ManagerOptions {
    * and the namespace controller watch only those. Everything when absent.
    */
   served?: ServedFilter;
+  /** The CA bundle (PEM) published as kube-root-ca.crt in every namespace; the publisher is off without it. */
+  rootCA?: string;
   /** An event sink per reporting component ("replicaset-controller", ...). */
   events?: (component: string) => EventSink;
   log: Logger;
@@ -113,6 +116,11 @@ export class ControllerManager {
       );
     }
     if (on.has('podgc')) this.controllers.push(new PodGarbageCollector(cluster, this.informers, { log }));
+    if (on.has('serviceaccount'))
+      this.controllers.push(new ServiceAccountsController(cluster, this.informers));
+    if (on.has('root-ca-cert-publisher') && opts.rootCA) {
+      this.controllers.push(new RootCAPublisher(cluster, this.informers, opts.rootCA, log));
+    }
   }
 
   get names(): string[] {

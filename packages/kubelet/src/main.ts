@@ -253,11 +253,13 @@ async function run(flags: Flags): Promise<void> {
   const services = new ServiceIndex(client, log);
   await services.start(log);
   shutdown.add(() => services.stop());
+  const objects = new ApiObjectSource(client);
   const manager = new PodManager({
     runtime,
     services,
+    tokenIssuer: objects,
     dns: nodeDns(flags),
-    objects: new ApiObjectSource(client),
+    objects,
     statusSink,
     events,
     log,

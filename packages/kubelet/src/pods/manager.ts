@@ -12,6 +12,7 @@ import { runtimeSignature } from './observed.js';
 import { podRequests } from './resources.js';
 import type { ServiceSource } from './service-env.js';
 import type { EventSink, ObjectSource, PodStatusSink } from './sinks.js';
+import { type TokenIssuer, TokenManager } from './tokens.js';
 import type { Tracer } from './trace.js';
 import { VolumeManager } from './volumes.js';
 import { PodWorker } from './worker.js';
@@ -45,6 +46,8 @@ export interface PodManagerOptions {
   dns?: NodeDnsSettings;
   /** Services for pods' environment variables (see WorkerContext). */
   services?: ServiceSource;
+  /** ServiceAccount tokens for projected volumes (the kube-api-access volume). */
+  tokenIssuer?: TokenIssuer;
 }
 
 const isTerminalPhase = (p: Pod) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
@@ -61,7 +64,12 @@ export class PodManager {
     this.ctx = {
       runtime: opts.runtime,
       runtimeName: 'containerd',
-      volumes: new VolumeManager(opts.rootDir, opts.objects, log),
+      volumes: new VolumeManager(
+        opts.rootDir,
+        opts.objects,
+        log,
+        opts.tokenIssuer ? new TokenManager(opts.tokenIssuer) : undefined,
+      ),
       objects: opts.objects,
       statusSink: opts.statusSink,
       events: opts.events,
