@@ -9,6 +9,9 @@ export const KNOWN_CONTROLLERS = [
   'garbagecollector',
   'namespace',
   'podgc',
+  'endpoint',
+  'endpointslice',
+  'service-lb-ipam',
 ] as const;
 export type ControllerName = (typeof KNOWN_CONTROLLERS)[number];
 
