@@ -11,6 +11,7 @@ export const KNOWN_CONTROLLERS = [
   'podgc',
   'endpoint',
   'endpointslice',
+  'endpointslicemirroring',
   'service-lb-ipam',
 ] as const;
 export type ControllerName = (typeof KNOWN_CONTROLLERS)[number];

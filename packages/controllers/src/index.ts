@@ -13,6 +13,8 @@ export {
 export * from './deployment/util.js';
 export * from './endpoints/endpoints-controller.js';
 export * from './endpoints/endpointslice-controller.js';
+export * from './endpoints/mirroring.js';
+export * from './endpoints/mirroring-controller.js';
 export * from './endpoints/shared.js';
 export * from './endpoints/slices.js';
 export * from './endpoints/subsets.js';

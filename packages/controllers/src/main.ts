@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // kubit-controller-manager: runs the controllers (replicaset, deployment, node
 // IPAM, node lifecycle, garbage collector, namespace, pod GC, endpoint,
-// endpointslice, service-lb-ipam) against the apiserver,
+// endpointslice, endpointslicemirroring, service-lb-ipam) against the apiserver,
 // with Lease leader election so only one replica acts at a time.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -39,6 +39,7 @@ interface Flags {
   nodeMonitorPeriod: number;
   concurrentSyncs: number;
   maxEndpointsPerSlice: number;
+  mirroringMaxEndpointsPerSubset: number;
   loadBalancerIpRange: string;
   securePort: number;
   bindAddress: string;
@@ -55,7 +56,7 @@ const boolArg = (v: string): boolean => {
 
 const program = new Command('kubit-controller-manager')
   .description(
-    'Runs the Kubit controllers: replicaset, deployment, nodeipam, nodelifecycle, garbagecollector, namespace, podgc, endpoint, endpointslice, service-lb-ipam.',
+    'Runs the Kubit controllers: replicaset, deployment, nodeipam, nodelifecycle, garbagecollector, namespace, podgc, endpoint, endpointslice, endpointslicemirroring, service-lb-ipam.',
   )
   .option('--kubeconfig <file>', 'kubeconfig with the apiserver address and credentials')
   .option('--master <url>', 'apiserver address (overrides the kubeconfig)')
@@ -92,6 +93,12 @@ const program = new Command('kubit-controller-manager')
     'the most endpoints the endpointslice controller puts in one EndpointSlice',
     intArg(1, 1000),
     100,
+  )
+  .option(
+    '--mirroring-max-endpoints-per-subset <n>',
+    'the most addresses of one Endpoints subset the endpointslicemirroring controller mirrors into a slice',
+    intArg(1, 1000),
+    1000,
   )
   .option(
     '--load-balancer-ip-range <range>',
@@ -163,6 +170,7 @@ async function run(flags: Flags): Promise<void> {
       nodeMonitorPeriodMs: flags.nodeMonitorPeriod,
       workers: flags.concurrentSyncs,
       maxEndpointsPerSlice: flags.maxEndpointsPerSlice,
+      mirroringMaxEndpointsPerSubset: flags.mirroringMaxEndpointsPerSubset,
       loadBalancerIPRange: flags.loadBalancerIpRange || undefined,
       served,
       events: (component) => {

@@ -9,6 +9,7 @@ import type { ControllerName } from './controller-names.js';
 import { DeploymentController } from './deployment/controller.js';
 import { EndpointsController } from './endpoints/endpoints-controller.js';
 import { EndpointSliceController } from './endpoints/endpointslice-controller.js';
+import { EndpointSliceMirroringController } from './endpoints/mirroring-controller.js';
 import { endpointSliceResource } from './endpoints/shared.js';
 import { type EventSink, noEvents } from './events.js';
 import { GarbageCollector } from './garbagecollector.js';
@@ -30,6 +31,8 @@ export interface ManagerOptions {
   nodeMonitorPeriodMs?: number;
   /** At most this many endpoints in one EndpointSlice (--max-endpoints-per-slice). */
   maxEndpointsPerSlice?: number;
+  /** The most addresses of one Endpoints subset mirrored into a slice (--mirroring-max-endpoints-per-subset). */
+  mirroringMaxEndpointsPerSubset?: number;
   /** The LoadBalancer address pool (--load-balancer-ip-range); service-lb-ipam is off without it. */
   loadBalancerIPRange?: string;
   /** Workers per controller. */
@@ -142,6 +145,14 @@ export class ControllerManager {
         log.warn(
           'the apiserver serves no discovery.k8s.io/v1 EndpointSlices; endpointslice controller not started',
         );
+    }
+    if (on.has('endpointslicemirroring') && served(endpointSliceResource)) {
+      this.controllers.push(
+        new EndpointSliceMirroringController(cluster, this.informers, {
+          maxEndpointsPerSubset: opts.mirroringMaxEndpointsPerSubset,
+          log,
+        }),
+      );
     }
     if (on.has('service-lb-ipam') && opts.loadBalancerIPRange) {
       this.controllers.push(

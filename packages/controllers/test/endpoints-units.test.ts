@@ -4,8 +4,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { EndpointSlice, Node, Pod, Service } from '@kubit/api';
+import { mirroredPortGroups, shouldMirror } from '../src/endpoints/mirroring.js';
 import { findPort } from '../src/endpoints/shared.js';
-import { desiredPortGroups, planSlices, podToEndpoint, sliceLabels } from '../src/endpoints/slices.js';
+import {
+  desiredPortGroups,
+  planSlices,
+  podToEndpoint,
+  serviceSliceMeta,
+  sliceLabels,
+} from '../src/endpoints/slices.js';
 import { desiredEndpoints, truncateSubsets } from '../src/endpoints/subsets.js';
 import { TriggerTimeTracker } from '../src/endpoints/trigger-time.js';
 
@@ -157,7 +164,7 @@ describe('pod to endpoint', () => {
 describe('slice plan', () => {
   const plan = (svc: Service, pods: Pod[], existing: EndpointSlice[], max = 100) =>
     planSlices({
-      svc,
+      meta: serviceSliceMeta(svc),
       existing,
       desired: desiredPortGroups(svc, pods, nodeOf),
       maxEndpointsPerSlice: max,
@@ -424,5 +431,60 @@ describe('trigger time', () => {
     const b = pod('b', '10.0.0.2', { readyAt: '2026-01-01T00:00:20Z' });
     const a2 = pod('a', '10.0.0.1', { readyAt: '2026-01-01T00:00:30Z' });
     assert.equal(t.compute('k', svc, [a2, b]), Date.parse('2026-01-01T00:00:20Z'));
+  });
+});
+
+describe('mirroring', () => {
+  test('subsets become port groups; not-ready addresses are not ready; bad addresses and the excess are skipped', () => {
+    const ep = {
+      metadata: { name: 'm', namespace: 'default', uid: 'ep-uid' },
+      subsets: [
+        {
+          addresses: [
+            { ip: '192.0.2.1', hostname: 'a', nodeName: 'n1' },
+            { ip: 'fe80::1' },
+            { ip: '192.0.2.2' },
+            { ip: '192.0.2.3' },
+          ],
+          notReadyAddresses: [{ ip: '192.0.2.9' }],
+          ports: [{ name: 'p', port: 81, protocol: 'TCP' as const }],
+        },
+        { addresses: [{ ip: '192.0.2.5' }], ports: [{ port: 53, protocol: 'UDP' as const }] },
+      ],
+    };
+    const groups = [...mirroredPortGroups(ep, 3).values()];
+    assert.deepEqual(
+      groups.map((g) => [
+        g.ports,
+        [...g.endpoints.values()].map((e) => [e.addresses[0], e.conditions?.ready]),
+      ]),
+      [
+        [
+          [{ name: 'p', port: 81, protocol: 'TCP' }],
+          [
+            ['192.0.2.1', true],
+            ['192.0.2.2', true],
+            ['192.0.2.3', true],
+          ],
+        ],
+        [[{ name: '', port: 53, protocol: 'UDP' }], [['192.0.2.5', true]]],
+      ],
+    );
+  });
+
+  test('what is mirrored', () => {
+    const svc = (selector?: Record<string, string>): Service => ({
+      metadata: { name: 'm' },
+      spec: { selector },
+    });
+    const ep = (labels?: Record<string, string>) => ({ metadata: { name: 'm', labels } });
+    assert.equal(shouldMirror(ep(), svc()), true);
+    assert.equal(
+      shouldMirror(ep(), svc({ app: 'm' })),
+      false,
+      'a Service with a selector has its own slices',
+    );
+    assert.equal(shouldMirror(ep({ 'endpointslice.kubernetes.io/skip-mirror': 'true' }), svc()), false);
+    assert.equal(shouldMirror(ep(), undefined), false, 'no Service');
   });
 });

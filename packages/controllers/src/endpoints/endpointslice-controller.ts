@@ -9,7 +9,7 @@ import { ENDPOINTSLICE_CONTROLLER_NAME, isNotFound, MANAGED_BY_LABEL, SERVICE_NA
 import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from '../cluster.js';
-import type { Controller } from '../controller.js';
+import { type Controller, RetryLater } from '../controller.js';
 import { type EventSink, noEvents } from '../events.js';
 import { controllerOf } from '../objects.js';
 import { ensureIndex } from '../shared-informers.js';
@@ -21,7 +21,12 @@ import {
   serviceSelects,
 } from './shared.js';
 import { SliceTracker } from './slice-tracker.js';
-import { DEFAULT_MAX_ENDPOINTS_PER_SLICE, desiredPortGroups, planSlices } from './slices.js';
+import {
+  DEFAULT_MAX_ENDPOINTS_PER_SLICE,
+  desiredPortGroups,
+  planSlices,
+  serviceSliceMeta,
+} from './slices.js';
 import { TriggerTimeTracker } from './trigger-time.js';
 
 const SERVICE_INDEX = 'endpointslice:service';
@@ -119,12 +124,14 @@ export class EndpointSliceController implements Controller {
       .filter((s) => controllerOf(s)?.uid === uid && s.addressType === 'IPv4');
     if (this.tracker.stale(uid, existing)) {
       // Retried with backoff once the cache has seen our last writes.
-      throw new Error(`the EndpointSlice cache for Service ${key} is older than this controller's writes`);
+      throw new RetryLater(
+        `the EndpointSlice cache for Service ${key} is older than this controller's writes`,
+      );
     }
     const pods = selectedPods(svc, this.pods.store.listInNamespace(namespace ?? ''));
     const desired = desiredPortGroups(svc, pods, (n) => this.nodes.store.getByKey(n));
     const plan = planSlices({
-      svc,
+      meta: serviceSliceMeta(svc),
       existing,
       desired,
       maxEndpointsPerSlice: this.max,

@@ -7,7 +7,7 @@
 // them changed, went or joined; new endpoints fill slices already being
 // rewritten before a new slice is made; a slice that would be deleted is
 // reused for one that would be created; nothing is written when nothing changed.
-import type { Endpoint, EndpointPort, EndpointSlice, Node, Pod, Service } from '@kubit/api';
+import type { Endpoint, EndpointPort, EndpointSlice, Node, OwnerReference, Pod, Service } from '@kubit/api';
 import {
   ENDPOINTSLICE_CONTROLLER_NAME,
   HEADLESS_LABEL,
@@ -127,8 +127,30 @@ export function sliceLabels(svc: Service, managedBy = ENDPOINTSLICE_CONTROLLER_N
   return labels;
 }
 
+/** Who the slices belong to: what every slice of the plan carries in its metadata. */
+export interface SliceMeta {
+  namespace: string;
+  generateName: string;
+  labels: Record<string, string>;
+  owner: OwnerReference;
+  /** Annotations every slice must carry exactly (besides the trigger time); undefined leaves them be. */
+  annotations?: Record<string, string>;
+}
+
+/** The metadata of a Service's slices (the endpointslice controller's). */
+export function serviceSliceMeta(svc: Service): SliceMeta {
+  return {
+    namespace: svc.metadata?.namespace ?? '',
+    generateName: `${svc.metadata?.name}-`,
+    labels: sliceLabels(svc),
+    owner: ownerRefFor(svc, 'Service', 'v1'),
+  };
+}
+
 export interface PlanInput {
-  svc: Service;
+  meta: SliceMeta;
+  /** Keep one empty slice when there are no endpoints (the endpointslice controller does; mirroring does not). */
+  placeholder?: boolean;
   /** The Service's existing slices managed by this controller. */
   existing: readonly EndpointSlice[];
   desired: Map<string, PortGroup>;
@@ -146,9 +168,8 @@ interface Working {
 
 /** Which slices to create, update and delete so the Service's slices hold exactly `desired`. */
 export function planSlices(input: PlanInput): SlicePlan {
-  const { svc, desired, maxEndpointsPerSlice: max } = input;
-  const labels = sliceLabels(svc);
-  const owner = ownerRefFor(svc, 'Service', 'v1');
+  const { meta, desired, maxEndpointsPerSlice: max } = input;
+  const { labels, owner } = meta;
   const toUpdate: Working[] = [];
   const unchanged: Working[] = [];
   const toDelete: EndpointSlice[] = [];
@@ -209,7 +230,12 @@ export function planSlices(input: PlanInput): SlicePlan {
   }
 
   // A Service with no endpoints at all keeps one empty slice, as Kubernetes' placeholder.
-  if (toCreate.length === 0 && toUpdate.length === 0 && unchanged.length === 0) {
+  if (
+    input.placeholder !== false &&
+    toCreate.length === 0 &&
+    toUpdate.length === 0 &&
+    unchanged.length === 0
+  ) {
     const placeholder = toDelete.findIndex((s) => !s.endpoints?.length && !s.ports?.length);
     if (placeholder >= 0)
       unchanged.push({ slice: toDelete.splice(placeholder, 1)[0], endpoints: [], changed: false });
@@ -222,14 +248,16 @@ export function planSlices(input: PlanInput): SlicePlan {
   }
 
   const annotate = (s: EndpointSlice) => {
-    const annotations = { ...(s.metadata?.annotations ?? {}) };
+    const annotations = { ...(meta.annotations ?? s.metadata?.annotations ?? {}) };
     if (input.triggerTime) annotations[LAST_CHANGE_TRIGGER_TIME_ANNOTATION] = formatTime(input.triggerTime);
     else delete annotations[LAST_CHANGE_TRIGGER_TIME_ANNOTATION];
     return Object.keys(annotations).length ? annotations : undefined;
   };
   const ownedRight = (s: EndpointSlice) =>
     canonical(s.metadata?.ownerReferences ?? []) === canonical([owner]) &&
-    canonical(s.metadata?.labels ?? {}) === canonical(labels);
+    canonical(s.metadata?.labels ?? {}) === canonical(labels) &&
+    (meta.annotations === undefined ||
+      canonical(annotate(s) ?? {}) === canonical(s.metadata?.annotations ?? {}));
 
   const plan: SlicePlan = { create: [], update: [], delete: [] };
   for (const w of unchanged) {
@@ -242,7 +270,7 @@ export function planSlices(input: PlanInput): SlicePlan {
       metadata: { ...w.slice.metadata, labels, ownerReferences: [owner] },
       endpoints: w.endpoints,
     };
-    if (w.changed) s.metadata!.annotations = annotate(w.slice);
+    if (w.changed || meta.annotations) s.metadata!.annotations = annotate(w.slice);
     plan.update.push(s);
   }
   for (const c of toCreate) {
@@ -250,8 +278,8 @@ export function planSlices(input: PlanInput): SlicePlan {
       apiVersion: 'discovery.k8s.io/v1',
       kind: 'EndpointSlice',
       metadata: {
-        generateName: `${svc.metadata?.name}-`,
-        namespace: svc.metadata?.namespace,
+        generateName: meta.generateName,
+        namespace: meta.namespace,
         labels,
         ownerReferences: [owner],
       },
