@@ -198,8 +198,9 @@ export function planSlices(input: PlanInput): SlicePlan {
         if (canonical(want) !== canonical(e)) changed = true;
         kept.push(want);
       }
-      if (kept.length === 0 && (slice.endpoints?.length ?? 0) > 0) toDelete.push(slice);
-      else if (kept.length === 0 && !desired.has(key)) toDelete.push(slice);
+      // Emptied, or empty with a port mapping nobody has any more (a placeholder is rescued below).
+      if (kept.length === 0 && ((slice.endpoints?.length ?? 0) > 0 || !desired.has(key)))
+        toDelete.push(slice);
       else (changed ? toUpdate : unchanged).push({ slice, endpoints: kept, changed });
     }
   }
