@@ -11,6 +11,10 @@ export const KNOWN_CONTROLLERS = [
   'podgc',
   'serviceaccount',
   'root-ca-cert-publisher',
+  'endpoint',
+  'endpointslice',
+  'endpointslicemirroring',
+  'service-lb-ipam',
 ] as const;
 export type ControllerName = (typeof KNOWN_CONTROLLERS)[number];
 
