@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR } from '@kubit/api';
 // kubit-apiserver: the Kubernetes REST API over a store speaking etcd's v3 API.
 import { createLogger, createRegistry, intArg, listArg, runMain, Shutdown } from '@kubit/daemon';
 import { Command } from 'commander';
@@ -33,6 +34,20 @@ const program = new Command('kubit-apiserver')
     1800,
   )
   .option('--watch-bookmark-interval <seconds>', 'seconds between watch bookmarks', intArg(1, 3600), 10)
+  .option(
+    '--service-cluster-ip-range <cidr>',
+    'IPv4 range Services get their cluster IPs from',
+    DEFAULT_SERVICE_CIDR,
+  )
+  .option(
+    '--service-node-port-range <range>',
+    'ports NodePort Services get their node ports from',
+    DEFAULT_NODE_PORT_RANGE,
+  )
+  .option(
+    '--advertise-address <ip>',
+    "address the `kubernetes` Service's endpoints list for this apiserver (default: the bind address, or the host's first non-loopback IPv4 address)",
+  )
   .option('--v <level>', 'log verbosity (accepted for compatibility)')
   .action(async (o) => {
     const log = createLogger({ name: 'kubit-apiserver' });
@@ -59,6 +74,9 @@ const program = new Command('kubit-apiserver')
         watchCacheHistory: o.watchCacheHistory,
         bookmarkIntervalMs: o.watchBookmarkInterval * 1000,
         minRequestTimeoutSeconds: o.minRequestTimeout,
+        serviceClusterIpRange: o.serviceClusterIpRange,
+        serviceNodePortRange: o.serviceNodePortRange,
+        advertiseAddress: o.advertiseAddress,
       },
       log,
       registry,

@@ -32,6 +32,9 @@ export interface ApiServerFlags {
   minRequestTimeoutSeconds?: number;
   /** Seconds, as --watch-bookmark-interval takes them. */
   watchBookmarkIntervalSeconds?: number;
+  serviceClusterIpRange?: string;
+  serviceNodePortRange?: string;
+  advertiseAddress?: string;
 }
 
 /** `--flag=value` for each option given, in the apiserver's main.ts order. */
@@ -54,6 +57,9 @@ export function apiserverArgs(o: ApiServerFlags): string[] {
     ['watch-cache-history', o.watchCacheHistory],
     ['min-request-timeout', o.minRequestTimeoutSeconds],
     ['watch-bookmark-interval', o.watchBookmarkIntervalSeconds],
+    ['service-cluster-ip-range', o.serviceClusterIpRange],
+    ['service-node-port-range', o.serviceNodePortRange],
+    ['advertise-address', o.advertiseAddress],
   ];
   return flags.filter(([, v]) => v !== undefined && v !== '').map(([name, v]) => `--${name}=${v}`);
 }

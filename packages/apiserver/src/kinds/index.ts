@@ -1,5 +1,6 @@
 // The kind registry: every resource the apiserver serves, by group/version/resource.
 
+import type { ServiceNetworking } from '../services/networking.js';
 import { deployments, replicasets } from './apps.js';
 import {
   clusterrolebindings,
@@ -16,7 +17,7 @@ import {
   serviceaccounts,
 } from './core.js';
 import { pods } from './pods.js';
-import { endpoints, endpointslices, services } from './services.js';
+import { endpoints, endpointslices, serviceKind, services } from './services.js';
 import { groupVersion, type KindDef } from './types.js';
 
 export type { Column, KindDef, TableDef } from './types.js';
@@ -59,7 +60,12 @@ export class KindRegistry {
   }
 }
 
-export function builtinKinds(): KindDef[] {
+export interface KindOptions {
+  /** The ranges Services' cluster IPs and node ports come from (default: Kubernetes' defaults). */
+  serviceNetworking?: ServiceNetworking;
+}
+
+export function builtinKinds(options: KindOptions = {}): KindDef[] {
   return [
     namespaces,
     pods,
@@ -68,7 +74,7 @@ export function builtinKinds(): KindDef[] {
     configmaps,
     secrets,
     serviceaccounts,
-    services,
+    options.serviceNetworking ? serviceKind(options.serviceNetworking) : services,
     endpoints,
     endpointslices,
     eventsV1,
