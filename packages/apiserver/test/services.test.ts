@@ -532,7 +532,20 @@ describe('a restart', () => {
     const ipsBefore = new Map(list.map((s) => [s.metadata.name, s.spec.clusterIP]));
     // A key no Service holds (left by a crash, say), and a Service's key gone missing.
     await storePut('/registry/serviceips/10.100.5.5', '{"namespace":"default","name":"gone","uid":"x"}');
-    await storePut('/registry/servicenodeports/32001', '{"namespace":"default","name":"gone","uid":"x"}');
+    // A node port no Service holds (50 were picked at random above).
+    const held = new Set(
+      (
+        (await api.get(SVC)).body.items as {
+          spec: { ports?: { nodePort?: number }[]; healthCheckNodePort?: number };
+        }[]
+      ).flatMap((s) => [...(s.spec.ports ?? []).map((p) => p.nodePort), s.spec.healthCheckNodePort]),
+    );
+    let leakedPort = 32767;
+    while (held.has(leakedPort)) leakedPort--;
+    await storePut(
+      `/registry/servicenodeports/${leakedPort}`,
+      '{"namespace":"default","name":"gone","uid":"x"}',
+    );
     const web = ipsBefore.get('web')!;
     await storeDelete(`/registry/serviceips/${web}`);
 
@@ -543,7 +556,9 @@ describe('a restart', () => {
 
     const ipKeys = await storeKeys('/registry/serviceips/');
     assert.ok(!ipKeys.includes('/registry/serviceips/10.100.5.5'), 'the leaked address is released');
-    assert.ok(!(await storeKeys('/registry/servicenodeports/')).includes('/registry/servicenodeports/32001'));
+    assert.ok(
+      !(await storeKeys('/registry/servicenodeports/')).includes(`/registry/servicenodeports/${leakedPort}`),
+    );
     assert.ok(ipKeys.includes(`/registry/serviceips/${web}`), "web's address has its key back");
 
     const after = (await api.get(SVC)).body.items as typeof list;
