@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR } from '@kubit/api';
 // kubit-apiserver: the Kubernetes REST API over a store speaking etcd's v3 API.
 import { createLogger, createRegistry, intArg, listArg, runMain, Shutdown } from '@kubit/daemon';
 import { Command } from 'commander';
@@ -54,6 +55,20 @@ const program = new Command('kubit-apiserver')
     'the longest validity a TokenRequest gets',
     intArg(600, 2 ** 32),
   )
+  .option(
+    '--service-cluster-ip-range <cidr>',
+    'IPv4 range Services get their cluster IPs from',
+    DEFAULT_SERVICE_CIDR,
+  )
+  .option(
+    '--service-node-port-range <range>',
+    'ports NodePort Services get their node ports from',
+    DEFAULT_NODE_PORT_RANGE,
+  )
+  .option(
+    '--advertise-address <ip>',
+    "address the `kubernetes` Service's endpoints list for this apiserver (default: the bind address, or the host's first non-loopback IPv4 address)",
+  )
   .option('--v <level>', 'log verbosity (accepted for compatibility)')
   .action(async (o) => {
     const log = createLogger({ name: 'kubit-apiserver' });
@@ -85,6 +100,9 @@ const program = new Command('kubit-apiserver')
         serviceAccountIssuer: o.serviceAccountIssuer,
         apiAudiences: o.apiAudiences,
         serviceAccountMaxTokenExpirationSeconds: o.serviceAccountMaxTokenExpiration,
+        serviceClusterIpRange: o.serviceClusterIpRange,
+        serviceNodePortRange: o.serviceNodePortRange,
+        advertiseAddress: o.advertiseAddress,
       },
       log,
       registry,

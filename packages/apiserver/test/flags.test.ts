@@ -76,6 +76,9 @@ describe('apiserverArgs', () => {
       serviceAccountIssuer: 'https://issuer',
       apiAudiences: ['a', 'b'],
       serviceAccountMaxTokenExpirationSeconds: 86400,
+      serviceClusterIpRange: '10.96.0.0/12',
+      serviceNodePortRange: '30000-32767',
+      advertiseAddress: '10.0.0.1',
     };
     const args = apiserverArgs(every);
     assert.equal(args.length, Object.keys(every).length, 'one flag per option');

@@ -38,6 +38,9 @@ export interface ApiServerFlags {
   serviceAccountIssuer?: string;
   apiAudiences?: string[];
   serviceAccountMaxTokenExpirationSeconds?: number;
+  serviceClusterIpRange?: string;
+  serviceNodePortRange?: string;
+  advertiseAddress?: string;
 }
 
 /** `--flag=value` for each option given, in the apiserver's main.ts order. */
@@ -60,6 +63,9 @@ export function apiserverArgs(o: ApiServerFlags): string[] {
     ['watch-cache-history', o.watchCacheHistory],
     ['min-request-timeout', o.minRequestTimeoutSeconds],
     ['watch-bookmark-interval', o.watchBookmarkIntervalSeconds],
+    ['service-cluster-ip-range', o.serviceClusterIpRange],
+    ['service-node-port-range', o.serviceNodePortRange],
+    ['advertise-address', o.advertiseAddress],
     ['service-account-signing-key-file', o.serviceAccountSigningKeyFile],
     ['service-account-issuer', o.serviceAccountIssuer],
     ['api-audiences', o.apiAudiences?.length ? o.apiAudiences.join(',') : undefined],

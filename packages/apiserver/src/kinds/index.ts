@@ -1,6 +1,7 @@
 // The kind registry: every resource the apiserver serves, by group/version/resource.
 
 import type { ServiceAccountTokens } from '../sa-tokens.js';
+import type { ServiceNetworking } from '../services/networking.js';
 import { tokenSubresource } from '../subresources/token.js';
 import { deployments, replicasets } from './apps.js';
 import {
@@ -18,7 +19,7 @@ import {
   serviceaccounts,
 } from './core.js';
 import { pods } from './pods.js';
-import { endpoints, endpointslices, services } from './services.js';
+import { endpoints, endpointslices, serviceKind, services } from './services.js';
 import { groupVersion, type KindDef } from './types.js';
 
 export type { Column, KindDef, TableDef } from './types.js';
@@ -64,10 +65,12 @@ export class KindRegistry {
 export interface KindOptions {
   /** With a token signer, ServiceAccounts serve serviceaccounts/<name>/token (TokenRequest). */
   serviceAccountTokens?: ServiceAccountTokens;
+  /** The ranges Services' cluster IPs and node ports come from (default: Kubernetes' defaults). */
+  serviceNetworking?: ServiceNetworking;
 }
 
-export function builtinKinds(opts: KindOptions = {}): KindDef[] {
-  const tokens = opts.serviceAccountTokens;
+export function builtinKinds(options: KindOptions = {}): KindDef[] {
+  const tokens = options.serviceAccountTokens;
   return [
     namespaces,
     pods,
@@ -76,7 +79,7 @@ export function builtinKinds(opts: KindOptions = {}): KindDef[] {
     configmaps,
     secrets,
     tokens ? { ...serviceaccounts, subresources: [tokenSubresource(tokens)] } : serviceaccounts,
-    services,
+    options.serviceNetworking ? serviceKind(options.serviceNetworking) : services,
     endpoints,
     endpointslices,
     eventsV1,
