@@ -35,6 +35,7 @@ const entries = [
   ['dns', 'main'],
   ['kubelet', 'main'],
   ['kubelet', 'hollow'],
+  ['proxy', 'main'],
 ];
 
 // ESM output of CommonJS dependencies needs a require() of its own.

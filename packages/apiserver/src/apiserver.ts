@@ -1,15 +1,24 @@
 // Assembles kubit-apiserver: store client, watch caches, bootstrap policy,
 // authn/authz and the HTTPS server. main.ts turns flags into these options.
 import { existsSync, readFileSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { apiServerServiceIP, formatIPv4 } from '@kubit/api';
 import type { Logger } from '@kubit/daemon';
-import { Histogram, type Registry, StartupError } from '@kubit/daemon';
+import { Counter, Histogram, type Registry, StartupError } from '@kubit/daemon';
 import type { FastifyInstance } from 'fastify';
 import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
 import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from './authz.js';
 import { bootstrap } from './bootstrap.js';
 import { builtinKinds, KindRegistry } from './kinds/index.js';
 import { loadProtobufSchema } from './protobuf.js';
+import { type CreateAdmission, Rest } from './rest.js';
+import { ServiceAccountAdmission } from './sa-admission.js';
+import { type BoundObjectLookup, ServiceAccountTokens } from './sa-tokens.js';
 import { createServer } from './server.js';
+import { ApiServerEndpoints } from './services/apiserver-endpoints.js';
+import { type ServiceNetworking, serviceNetworking } from './services/networking.js';
+import { AllocationRepair } from './services/repair.js';
 import { StoreStartup, withTimeout } from './startup.js';
 import { Store } from './storage.js';
 import { WatchCache } from './watchcache.js';
@@ -32,6 +41,52 @@ export interface ApiServerOptions {
   watchCacheHistory?: number;
   bookmarkIntervalMs?: number;
   minRequestTimeoutSeconds?: number;
+  /** RSA private key (PEM) ServiceAccount tokens are signed with; without it no tokens are issued or accepted. */
+  serviceAccountSigningKeyFile?: string;
+  /** Public keys (PEM) tokens may also be verified with (a key being rotated out). */
+  serviceAccountKeyFiles?: string[];
+  serviceAccountIssuer?: string;
+  apiAudiences?: string[];
+  serviceAccountMaxTokenExpirationSeconds?: number;
+  /** --service-cluster-ip-range (default 10.96.0.0/12). */
+  serviceClusterIpRange?: string;
+  /** --service-node-port-range (default 30000-32767). */
+  serviceNodePortRange?: string;
+  /** --advertise-address: the address the `kubernetes` Service's endpoints list for this apiserver. */
+  advertiseAddress?: string;
+}
+
+/** The bind address when it names one; else the first non-loopback IPv4 address of the host. */
+export function defaultAdvertiseAddress(bindAddress: string): string | undefined {
+  if (isIPv4(bindAddress) && bindAddress !== '0.0.0.0') return bindAddress;
+  for (const addrs of Object.values(networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return undefined;
+}
+
+function advertiseAddressOf(opts: ApiServerOptions): string {
+  if (opts.advertiseAddress !== undefined && opts.advertiseAddress !== '') {
+    if (!isIPv4(opts.advertiseAddress) || opts.advertiseAddress === '0.0.0.0') {
+      throw new StartupError(
+        `--advertise-address=${opts.advertiseAddress}: expected one IPv4 address (not 0.0.0.0)`,
+      );
+    }
+    return opts.advertiseAddress;
+  }
+  const found = defaultAdvertiseAddress(opts.bindAddress);
+  if (!found) {
+    throw new StartupError('--advertise-address: no non-loopback IPv4 address on this host; set the flag');
+  }
+  return found;
+}
+
+function networkingOf(opts: ApiServerOptions): ServiceNetworking {
+  try {
+    return serviceNetworking(opts.serviceClusterIpRange, opts.serviceNodePortRange);
+  } catch (err) {
+    throw new StartupError((err as Error).message);
+  }
 }
 
 function readFile(path: string | undefined, flag: string): Buffer | undefined {
@@ -42,6 +97,59 @@ function readFile(path: string | undefined, flag: string): Buffer | undefined {
   } catch (err) {
     throw new StartupError(`${flag}: cannot read ${path}: ${(err as Error).message}`);
   }
+}
+
+/** The token signer from the --service-account-* flags, or undefined when no signing key is given. */
+function serviceAccountTokens(opts: ApiServerOptions): ServiceAccountTokens | undefined {
+  const signingKey = readFile(opts.serviceAccountSigningKeyFile, '--service-account-signing-key-file');
+  if (!signingKey) {
+    if (opts.serviceAccountKeyFiles?.length) {
+      throw new StartupError('--service-account-key-file needs --service-account-signing-key-file');
+    }
+    return undefined;
+  }
+  const verificationKeys = (opts.serviceAccountKeyFiles ?? []).map(
+    (f) => readFile(f, '--service-account-key-file') as Buffer,
+  );
+  try {
+    return new ServiceAccountTokens({
+      signingKey,
+      verificationKeys,
+      issuer: opts.serviceAccountIssuer,
+      apiAudiences: opts.apiAudiences,
+      maxExpirationSeconds: opts.serviceAccountMaxTokenExpirationSeconds,
+    });
+  } catch (err) {
+    throw new StartupError(`--service-account-signing-key-file: ${(err as Error).message}`);
+  }
+}
+
+const BOUND_RESOURCES = { ServiceAccount: 'serviceaccounts', Pod: 'pods', Secret: 'secrets', Node: 'nodes' };
+/** A pod whose deletion's grace ended this long ago no longer vouches for its tokens. */
+const DELETED_POD_GRACE_MS = 60_000;
+
+/** Finds the objects a token is bound to: the watch cache first, the store when the cache has not seen them. */
+function boundObjectLookup(store: Store, caches: Map<string, WatchCache>): BoundObjectLookup {
+  return {
+    async uidOf(kind, namespace, name) {
+      const resource = BOUND_RESOURCES[kind];
+      const key = kind === 'Node' ? `/registry/nodes/${name}` : `/registry/${resource}/${namespace}/${name}`;
+      const o = caches.get(resource)?.objects.get(key) ?? (await store.get(key))?.obj;
+      if (!o) return undefined;
+      const deleted = o.metadata?.deletionTimestamp;
+      if (kind === 'Pod' && deleted && Date.parse(String(deleted)) + DELETED_POD_GRACE_MS < Date.now()) {
+        return undefined;
+      }
+      return typeof o.metadata?.uid === 'string' ? o.metadata.uid : undefined;
+    },
+  };
+}
+
+function serviceAccountAdmission(serviceAccounts: WatchCache, store: Store): CreateAdmission {
+  const plugin = new ServiceAccountAdmission(serviceAccounts, store);
+  return async (def, o, namespace) => {
+    if (def.group === '' && def.resource === 'pods') await plugin.admitPod(o, namespace);
+  };
 }
 
 export interface RunningApiServer {
@@ -69,6 +177,8 @@ export async function startApiServer(
     }
   }
   if (opts.etcdServers.length === 0) throw new StartupError('--etcd-servers is required');
+  const networking = networkingOf(opts);
+  const advertiseAddress = advertiseAddressOf(opts);
   for (const mode of opts.authorizationModes) {
     if (!['Node', 'RBAC', 'AlwaysAllow'].includes(mode)) {
       throw new StartupError(`--authorization-mode: unknown mode "${mode}" (known: Node, RBAC, AlwaysAllow)`);
@@ -99,16 +209,54 @@ export async function startApiServer(
     keyFile: readFile(opts.etcdKeyFile, '--etcd-keyfile'),
     latency: storeLatency,
   });
-  const kinds = new KindRegistry(builtinKinds());
+  const saTokens = serviceAccountTokens(opts);
+  const kinds = new KindRegistry(
+    builtinKinds({ serviceAccountTokens: saTokens, serviceNetworking: networking }),
+  );
   const caches = new Map<string, WatchCache>();
   for (const d of kinds.all) {
     const sr = kinds.storageResource(d);
     if (!caches.has(sr))
       caches.set(sr, new WatchCache(store, `/registry/${sr}/`, log, { historySize: opts.watchCacheHistory }));
   }
+  const repair = new AllocationRepair(
+    store,
+    log,
+    new Counter({
+      name: 'apiserver_service_allocation_repairs_total',
+      help: 'Service allocation keys the repair loop released (no Service held them) or restored.',
+      labelNames: ['action'],
+      registers: [registry],
+    }),
+  );
+  const kubernetesService = new ApiServerEndpoints({
+    store,
+    rest: new Rest(store, kinds, caches, log),
+    services: kinds.lookup('', 'v1', 'services')!,
+    log,
+    ip: advertiseAddress,
+    port: opts.securePort,
+    serviceIP: formatIPv4(apiServerServiceIP(networking.cidr)),
+  });
+  let background = false;
   const startup = new StoreStartup(store, opts.etcdServers, log, async () => {
     await bootstrap(store, log);
     await Promise.all([...caches.values()].map((c) => c.start()));
+    // At start, before serving: leaked allocations go, the `kubernetes` Service is there.
+    // Neither stops the apiserver from serving when it fails: each retries on its loop.
+    await repair
+      .runOnce()
+      .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'service allocation repair failed'));
+    await kubernetesService
+      .reconcile()
+      .catch((err: unknown) =>
+        log.warn({ err: (err as Error).message }, 'kubernetes service endpoints: reconcile failed; retrying'),
+      );
+    if (!background) {
+      background = true;
+      repair.start();
+      kubernetesService.start();
+    }
   });
 
   const authzChain: Authorizer[] = [];
@@ -124,11 +272,14 @@ export async function startApiServer(
     if (mode === 'AlwaysAllow')
       authzChain.push({ authorize: () => ({ decision: 'allow', reason: 'AlwaysAllow' }) });
   }
+  const lookup = boundObjectLookup(store, caches);
   const app = createServer({
     store,
     kinds,
     caches,
-    authn: new Authenticator(tokens),
+    authn: new Authenticator(tokens, saTokens && { tokens: saTokens, lookup }, log),
+    tokenReviewer: { tokens: saTokens, lookup, staticUser: (t) => tokens.get(t) },
+    createAdmission: saTokens ? [serviceAccountAdmission(caches.get('serviceaccounts')!, store)] : [],
     authz: new UnionAuthorizer(authzChain),
     rbac,
     log,
@@ -160,6 +311,8 @@ export async function startApiServer(
     url,
     async stop() {
       startup.stop();
+      await repair.stop();
+      await kubernetesService.stop();
       await Promise.all([...caches.values()].map((c) => c.stop()));
       await app.close();
       store.close();

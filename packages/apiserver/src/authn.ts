@@ -1,13 +1,17 @@
-// Authentication: client certificates (CN is the user, O the groups) and
-// bearer tokens from a Kubernetes token CSV. Anonymous requests are refused.
+// Authentication: client certificates (CN is the user, O the groups), bearer
+// tokens from a Kubernetes token CSV, and ServiceAccount tokens (JWTs this
+// apiserver signed, sa-tokens.ts). Anonymous requests are refused.
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import { type BoundObjectLookup, ServiceAccountTokens, TokenVerificationError } from './sa-tokens.js';
 
 export interface UserInfo {
   name: string;
   uid?: string;
   groups: string[];
+  /** Extra attributes (a ServiceAccount token's pod and node), as Kubernetes' user.Info has. */
+  extra?: Record<string, string[]>;
 }
 
 /** Splits one CSV line, honouring double quotes. */
@@ -65,15 +69,26 @@ export class Authenticator {
   /** Each token's user with system:authenticated added, computed once per token. */
   private readonly tokenUsers = new Map<string, UserInfo>();
 
-  constructor(tokens: Map<string, UserInfo>) {
+  constructor(
+    tokens: Map<string, UserInfo>,
+    private readonly serviceAccounts?: { tokens: ServiceAccountTokens; lookup: BoundObjectLookup },
+    private readonly log?: { debug(o: object, msg: string): void },
+  ) {
     for (const [token, u] of tokens) this.tokenUsers.set(token, withAuthenticated(u));
   }
 
-  /** The user a request comes from, or null when it proves no identity. */
-  authenticate(req: IncomingMessage): UserInfo | null {
+  /**
+   * The user a request comes from, or null when it proves no identity. Certificates and
+   * static tokens answer at once; a ServiceAccount token is checked against the objects
+   * it is bound to, so its answer is a promise.
+   */
+  authenticate(req: IncomingMessage): UserInfo | null | Promise<UserInfo | null> {
     const auth = req.headers.authorization;
     if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) {
-      return this.tokenUsers.get(auth.replace(/^bearer\s+/i, '').trim()) ?? null;
+      const token = auth.replace(/^bearer\s+/i, '').trim();
+      const user = this.tokenUsers.get(token);
+      if (user) return user;
+      return this.serviceAccountUser(token);
     }
     const sock = req.socket as TLSSocket;
     let user = this.certUsers.get(sock);
@@ -82,6 +97,19 @@ export class Authenticator {
       this.certUsers.set(sock, user);
     }
     return user;
+  }
+
+  /** A ServiceAccount token's user, or null (why goes to the debug log: clients only learn "Unauthorized"). */
+  private async serviceAccountUser(token: string): Promise<UserInfo | null> {
+    const sa = this.serviceAccounts;
+    if (!sa || !ServiceAccountTokens.looksLikeJwt(token)) return null;
+    try {
+      return (await sa.tokens.verify(token, sa.lookup)).user;
+    } catch (err) {
+      if (!(err instanceof TokenVerificationError)) throw err;
+      this.log?.debug({ reason: err.message }, 'service account token refused');
+      return null;
+    }
   }
 }
 

@@ -187,6 +187,12 @@ export class NodeAuthorizer implements Authorizer {
     }
     if (g === '' && ['services', 'endpoints', 'namespaces'].includes(r) && READ.includes(a.verb))
       return allow(r);
+    // A projected token for a pod on this node (which pod is checked by the token request itself).
+    if (g === '' && r === 'serviceaccounts/token' && a.verb === 'create') {
+      return this.referencedByOwnPod(node, 'serviceaccounts', a.namespace, a.name)
+        ? allow('a token for a service account of a pod on this node')
+        : deny(`no relationship found between node '${node}' and this object`);
+    }
     if (
       g === '' &&
       ['configmaps', 'secrets', 'serviceaccounts', 'persistentvolumeclaims'].includes(r) &&

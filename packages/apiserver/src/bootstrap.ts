@@ -165,6 +165,11 @@ export const bootstrapClusterRoles: KObject[] = [
     },
     { apiGroups: [''], resources: ['services/status'], verbs: ['update', 'patch'] },
   ]),
+  // Delegated authentication and authorization: who a token is, what a user may do.
+  clusterRole('system:auth-delegator', [
+    { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+    { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+  ]),
   // What every node's kubit-proxy reads, as Kubernetes' role for kube-proxy.
   clusterRole('system:node-proxier', [
     eventsRule,

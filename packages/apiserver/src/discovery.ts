@@ -30,6 +30,13 @@ const REVIEW_RESOURCES = [
     kind: 'SelfSubjectRulesReview',
     singular: 'selfsubjectrulesreview',
   },
+  {
+    group: 'authentication.k8s.io',
+    version: 'v1',
+    resource: 'tokenreviews',
+    kind: 'TokenReview',
+    singular: 'tokenreview',
+  },
 ];
 
 function subresourceKind(

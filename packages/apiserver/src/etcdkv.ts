@@ -28,6 +28,8 @@ export interface TxnResult {
   succeeded: boolean;
   /** The kvs of the first response when it is a range (what the failure branch read). */
   rangeKvs: RawKv[];
+  /** The kvs of every response, in order (empty for puts and deletes). */
+  responses: RawKv[][];
 }
 
 export interface RangeArgs {
@@ -129,8 +131,7 @@ export function decodeRangeResponse(buf: Buffer): RangeResult {
 
 /** etcdserverpb.TxnResponse: header 1, succeeded 2, responses 3 (of which the first range is kept). */
 export function decodeTxnResponse(buf: Buffer): TxnResult {
-  const out: TxnResult = { revision: 0, succeeded: false, rangeKvs: [] };
-  let first = true;
+  const out: TxnResult = { revision: 0, succeeded: false, rangeKvs: [], responses: [] };
   const r = new PbReader(buf);
   while (!r.done) {
     const tag = r.tag();
@@ -140,17 +141,18 @@ export function decodeTxnResponse(buf: Buffer): TxnResult {
     } else if (tag === 16) out.succeeded = r.bool();
     else if (tag === 26) {
       const [s, e] = r.span();
-      if (!first) continue;
-      first = false;
-      // ResponseOp: response_range 1.
+      // ResponseOp: response_range 1 (puts and deletes carry no kvs we read).
+      let kvs: RawKv[] = [];
       const op = new PbReader(buf, s, e);
       while (!op.done) {
         const t = op.tag();
         if (t === 10) {
           const [rs, re] = op.span();
-          out.rangeKvs = readRange(buf, rs, re).kvs;
+          kvs = readRange(buf, rs, re).kvs;
         } else op.skip(t);
       }
+      if (out.responses.length === 0) out.rangeKvs = kvs;
+      out.responses.push(kvs);
     } else r.skip(tag);
   }
   return out;
@@ -173,16 +175,31 @@ export function encodeRangeRequest(a: RangeArgs, headroom = 0): Buffer {
 
 /** A TxnRequest of one guard and one operation per branch, after `headroom` free bytes. */
 export function encodeTxnRequest(guard: Guard, success: TxnOp, failure: TxnOp, headroom = 0): Buffer {
+  return encodeMultiTxnRequest([guard], [success], [failure], headroom);
+}
+
+/**
+ * A TxnRequest of several guards (all must hold) and several operations per branch: an
+ * object written together with the keys it claims (a Service's cluster IP, its node ports).
+ */
+export function encodeMultiTxnRequest(
+  guards: Guard[],
+  success: TxnOp[],
+  failure: TxnOp[],
+  headroom = 0,
+): Buffer {
   const w = writer.reset();
   // Compare: result Equal (0, left out), target Create (1) or Mod (2), key, then
   // create_revision (5) or mod_revision (6), written even when 0: it is a oneof.
-  const compare = w.begin(1);
-  w.uint32(2, guard.target === 'create' ? 1 : 2);
-  w.bytes(3, guard.key);
-  w.int64Always(guard.target === 'create' ? 5 : 6, guard.value);
-  w.end(compare);
-  writeOp(w, 2, success);
-  writeOp(w, 3, failure);
+  for (const guard of guards) {
+    const compare = w.begin(1);
+    w.uint32(2, guard.target === 'create' ? 1 : 2);
+    w.bytes(3, guard.key);
+    w.int64Always(guard.target === 'create' ? 5 : 6, guard.value);
+    w.end(compare);
+  }
+  for (const op of success) writeOp(w, 2, op);
+  for (const op of failure) writeOp(w, 3, op);
   return w.finish(headroom);
 }
 
@@ -268,6 +285,13 @@ export class KvClient {
   async txn(guard: Guard, success: TxnOp, failure: TxnOp): Promise<TxnResult> {
     return decodeTxnResponse(
       await this.call('Txn', encodeTxnRequest(guard, success, failure, FRAME_HEADER_BYTES)),
+    );
+  }
+
+  /** One Txn of several guards and operations (see encodeMultiTxnRequest). */
+  async multiTxn(guards: Guard[], success: TxnOp[], failure: TxnOp[]): Promise<TxnResult> {
+    return decodeTxnResponse(
+      await this.call('Txn', encodeMultiTxnRequest(guards, success, failure, FRAME_HEADER_BYTES)),
     );
   }
 

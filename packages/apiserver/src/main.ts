@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR } from '@kubit/api';
 // kubit-apiserver: the Kubernetes REST API over a store speaking etcd's v3 API.
 import { createLogger, createRegistry, intArg, listArg, runMain, Shutdown } from '@kubit/daemon';
 import { Command } from 'commander';
@@ -33,6 +34,41 @@ const program = new Command('kubit-apiserver')
     1800,
   )
   .option('--watch-bookmark-interval <seconds>', 'seconds between watch bookmarks', intArg(1, 3600), 10)
+  .option(
+    '--service-account-signing-key-file <file>',
+    'RSA private key (PEM) that signs ServiceAccount tokens; without it no tokens are issued',
+  )
+  .option(
+    '--service-account-key-file <file>',
+    'public key (PEM) tokens may also be verified with; repeatable',
+    (v: string, prev: string[]) => [...prev, v],
+    [],
+  )
+  .option(
+    '--service-account-issuer <url>',
+    'the iss of issued tokens',
+    'https://kubernetes.default.svc.cluster.local',
+  )
+  .option('--api-audiences <list>', 'audiences the API accepts in tokens (default: the issuer)', listArg, [])
+  .option(
+    '--service-account-max-token-expiration <seconds>',
+    'the longest validity a TokenRequest gets',
+    intArg(600, 2 ** 32),
+  )
+  .option(
+    '--service-cluster-ip-range <cidr>',
+    'IPv4 range Services get their cluster IPs from',
+    DEFAULT_SERVICE_CIDR,
+  )
+  .option(
+    '--service-node-port-range <range>',
+    'ports NodePort Services get their node ports from',
+    DEFAULT_NODE_PORT_RANGE,
+  )
+  .option(
+    '--advertise-address <ip>',
+    "address the `kubernetes` Service's endpoints list for this apiserver (default: the bind address, or the host's first non-loopback IPv4 address)",
+  )
   .option('--v <level>', 'log verbosity (accepted for compatibility)')
   .action(async (o) => {
     const log = createLogger({ name: 'kubit-apiserver' });
@@ -59,6 +95,14 @@ const program = new Command('kubit-apiserver')
         watchCacheHistory: o.watchCacheHistory,
         bookmarkIntervalMs: o.watchBookmarkInterval * 1000,
         minRequestTimeoutSeconds: o.minRequestTimeout,
+        serviceAccountSigningKeyFile: o.serviceAccountSigningKeyFile,
+        serviceAccountKeyFiles: o.serviceAccountKeyFile,
+        serviceAccountIssuer: o.serviceAccountIssuer,
+        apiAudiences: o.apiAudiences,
+        serviceAccountMaxTokenExpirationSeconds: o.serviceAccountMaxTokenExpiration,
+        serviceClusterIpRange: o.serviceClusterIpRange,
+        serviceNodePortRange: o.serviceNodePortRange,
+        advertiseAddress: o.advertiseAddress,
       },
       log,
       registry,

@@ -13,6 +13,7 @@ import { serveGroupVersion } from './nonresource.js';
 import { failResponse } from './reply.js';
 import type { ResourceRequest } from './request.js';
 import type { Ctx, Rest } from './rest.js';
+import { serveTokenReview, type TokenReviewer } from './token-review.js';
 import { serveWatch, type WatchOptions } from './watch.js';
 
 /** How a handler answers: a serialized JSON body, or the raw response taken over. */
@@ -29,6 +30,7 @@ export interface ResourceServices {
   authz: Authorizer;
   rbac: RbacAuthorizer;
   kubeletTls: KubeletClientTls;
+  tokenReviewer: TokenReviewer;
   watch: WatchOptions;
 }
 
@@ -47,6 +49,10 @@ export async function serveResource(
   }
   if (info.group === 'authorization.k8s.io' && info.version === 'v1') {
     const r = serveAccessReview(info, ctx, s.authz, s.rbac);
+    return out.json(r.code, r.body);
+  }
+  if (info.group === 'authentication.k8s.io' && info.version === 'v1') {
+    const r = await serveTokenReview(info, ctx, s.tokenReviewer);
     return out.json(r.code, r.body);
   }
   const def = info.def;

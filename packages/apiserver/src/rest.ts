@@ -7,6 +7,7 @@ import {
   conflict,
   expired,
   fieldErrors,
+  internalError,
   invalid,
   methodNotSupported,
   notFound,
@@ -16,7 +17,16 @@ import type { Logger } from '@kubit/daemon';
 import { checkNamespaceForCreate, nodeRestriction } from './admission.js';
 import type { UserInfo } from './authn.js';
 import type { KindRegistry } from './kinds/index.js';
-import { arr, groupVersion, type KindDef, obj, str } from './kinds/types.js';
+import {
+  arr,
+  type Claim,
+  type ClaimReader,
+  type ClaimsDef,
+  groupVersion,
+  type KindDef,
+  obj,
+  str,
+} from './kinds/types.js';
 import { applyPatchOfFormat } from './model/patch.js';
 import { parseFieldSelector, parseLabelSelector } from './model/selectors.js';
 import {
@@ -42,7 +52,7 @@ import {
   queryString,
   type ResourceRequest,
 } from './request.js';
-import { CompactedError, type KObject, type Store, type StoredObject } from './storage.js';
+import { CompactedError, type KObject, type SideKeys, type Store, type StoredObject } from './storage.js';
 import type { Filter, WatchCache } from './watchcache.js';
 
 export interface Ctx {
@@ -53,10 +63,16 @@ export interface Ctx {
   warnings: string[];
 }
 
+/** An admission plugin's look at an object about to be created: it may change it or refuse it (throw). */
+export type CreateAdmission = (def: KindDef, o: KObject, namespace: string) => Promise<void>;
+
 export interface Result {
   code: number;
   body: unknown;
 }
+
+/** Tries of one write whose picked claims (a cluster IP, a node port) lost a race each time. */
+const MAX_CLAIM_ATTEMPTS = 10;
 
 export function gr(def: KindDef) {
   return { group: def.group, resource: def.resource };
@@ -68,7 +84,15 @@ export class Rest {
     readonly kinds: KindRegistry,
     readonly caches: Map<string, WatchCache>,
     readonly log: Logger,
+    /** Mutating admission for creates (ServiceAccount), run after defaults, before validation. */
+    private readonly createAdmission: CreateAdmission[] = [],
   ) {}
+
+  /** How claims hooks read the store: straight from it, since a claim is decided there. */
+  readonly claimReader: ClaimReader = {
+    holder: async (key) => (await this.store.rawGet(key))?.value,
+    keys: async (prefix) => (await this.store.rawRange(prefix)).entries.map((e) => e.key),
+  };
 
   cacheFor(def: KindDef): WatchCache {
     return this.cacheOf(this.kinds.storageResource(def));
@@ -278,6 +302,7 @@ export class Rest {
     }
     def.prepareForCreate?.(o);
     def.defaults?.(o);
+    for (const admit of this.createAdmission) await admit(def, o, ri.namespace);
     m.uid = randomUUID();
     m.creationTimestamp = nowRfc3339();
     delete m.deletionTimestamp;
@@ -285,11 +310,14 @@ export class Rest {
     delete m.selfLink;
     if (def.generation) m.generation = 1;
     else delete m.generation;
-    validateNew(def, o);
+    // A kind with claims is validated once they are assigned (a health check node port
+    // that is required is picked first), as Kubernetes allocates before it validates.
+    if (!def.claims) validateNew(def, o);
     if (def.namespaced)
       await checkNamespaceForCreate(def, ri.namespace, this.cacheOf('namespaces'), this.store);
     nodeRestriction(ctx.user, def, '', 'create', str(m.name), undefined, o);
     const key = this.key(def, ri.namespace, str(m.name));
+    if (def.claims) return this.createClaiming(def, def.claims, o, key, dryRun);
     if (dryRun) {
       // What the write would find: an object already there is the same 409 a real create gets.
       if (await this.store.get(key)) throw alreadyExists(gr(def), str(m.name));
@@ -299,6 +327,37 @@ export class Rest {
     if (!r.ok) throw alreadyExists(gr(def), str(m.name));
     m.resourceVersion = String(r.rev);
     return { code: 201, body: this.out(def, o) };
+  }
+
+  /**
+   * A create that claims keys beside its object, in the object's own Txn. A claim picked
+   * for the object that another write took first is picked again; one the client asked
+   * for is its 422.
+   */
+  private async createClaiming(
+    def: KindDef,
+    claimsDef: ClaimsDef,
+    o: KObject,
+    key: string,
+    dryRun: boolean,
+  ): Promise<Result> {
+    const name = str(o.metadata?.name);
+    for (let attempt = 0; ; attempt++) {
+      const draft = structuredClone(o);
+      const claims = await claimsDef.assign(draft, undefined, this.claimReader, attempt);
+      validateNew(def, draft);
+      if (dryRun) {
+        if (await this.store.get(key)) throw alreadyExists(gr(def), name);
+        return { code: 201, body: this.out(def, draft) };
+      }
+      const r = await this.store.create(key, this.in(def, draft), sideKeys([], claims));
+      if (r.ok) {
+        draft.metadata!.resourceVersion = String(r.rev);
+        return { code: 201, body: this.out(def, draft) };
+      }
+      if (r.current) throw alreadyExists(gr(def), name);
+      claimLost(claims, r.taken ?? [], attempt);
+    }
   }
 
   // ---------- update / patch ----------
@@ -386,6 +445,11 @@ export class Rest {
         if (def.generation && sub !== 'status' && !sameJson(next.spec, currentOut.spec)) {
           m.generation = Number(currentOut.metadata?.generation ?? 0) + 1;
         }
+        // Subresources keep the spec, and with it what it holds.
+        const claimsDef = sub ? undefined : def.claims;
+        const claims = claimsDef
+          ? await claimsDef.assign(next, currentOut, this.claimReader, attempt)
+          : undefined;
         validateChange(def, next, currentOut);
         nodeRestriction(ctx.user, def, sub, ri.verb, ri.name, currentOut, next);
         m.resourceVersion = String(cur.rev);
@@ -399,16 +463,22 @@ export class Rest {
         const fins = arr(nm.finalizers);
         const waiting = def.deletion?.stillWaiting?.(next) ?? false;
         if (nm.deletionTimestamp && fins.length === 0 && !waiting) {
-          const d = await this.store.delete(key, cur.rev);
+          const d = await this.store.delete(key, cur.rev, def.claims?.held(cur.obj));
           if (d.ok) {
             nm.resourceVersion = String(d.rev);
             return { code: 200, body: next };
           }
         } else {
-          const w = await this.store.update(key, this.in(def, next), cur.rev);
+          const side = claims && claimsDef ? sideKeys(claimsDef.held(cur.obj), claims) : undefined;
+          const w = await this.store.update(key, this.in(def, next), cur.rev, side);
           if (w.ok) {
             m.resourceVersion = String(w.rev);
             return { code: 200, body: next };
+          }
+          // The object was as read but a claim was taken meanwhile: pick again (or the 422).
+          if (claims && w.current?.rev === cur.rev && (w.taken?.length ?? 0) > 0) {
+            claimLost(claims, w.taken ?? [], attempt);
+            continue;
           }
         }
         if (fromCache) continue;
@@ -495,7 +565,7 @@ export class Rest {
       if (plan === 'unchanged') return { code: pendingCode, body: o };
       if (opts.dryRun) return { code: plan === 'now' ? 200 : pendingCode, body: plan === 'now' ? o : plan };
       if (plan === 'now') {
-        const w = await this.store.delete(key, cur.rev);
+        const w = await this.store.delete(key, cur.rev, def.claims?.held(cur.obj));
         if (w.ok) return { code: 200, body: o };
       } else {
         const w = await this.store.update(key, this.in(def, plan), cur.rev);
@@ -566,6 +636,26 @@ function deletionPlan(def: KindDef, o: KObject, opts: DeleteOpts): KObject | 'no
   mm.deletionGracePeriodSeconds = grace;
   if (def.generation) mm.generation = Number(mm.generation ?? 0) + 1;
   return marked;
+}
+
+/** What a write claims and releases: the claims it holds now that it did not, and the reverse. */
+function sideKeys(heldBefore: string[], claims: Claim[]): SideKeys {
+  const now = new Set(claims.map((c) => c.key));
+  const before = new Set(heldBefore);
+  return {
+    claim: claims.filter((c) => !before.has(c.key)).map((c) => ({ key: c.key, value: c.value })),
+    release: heldBefore.filter((k) => !now.has(k)),
+  };
+}
+
+/** A write's claims were taken: the 422 of a requested one, else (within bounds) another try. */
+function claimLost(claims: Claim[], taken: string[], attempt: number): void {
+  for (const c of claims) if (c.takenError && taken.includes(c.key)) throw c.takenError;
+  if (attempt + 1 >= MAX_CLAIM_ATTEMPTS) {
+    throw internalError(
+      new Error(`${taken.join(', ')} taken by other writes ${attempt + 1} times; try again`),
+    );
+  }
 }
 
 /** Which options kind names a write's bad options in its 422 (PUT: UpdateOptions, PATCH: PatchOptions). */

@@ -26,9 +26,10 @@ import { serveNonResource } from './nonresource.js';
 import { parseRequestInfo } from './request.js';
 import { RequestMetrics } from './request-metrics.js';
 import { type ResourceServices, type Responder, serveResource } from './resource-handler.js';
-import { type Ctx, Rest } from './rest.js';
+import { type CreateAdmission, type Ctx, Rest } from './rest.js';
 import type { Store } from './storage.js';
 import { registerStreaming } from './streaming.js';
+import type { TokenReviewer } from './token-review.js';
 import type { WatchCache } from './watchcache.js';
 
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -42,6 +43,10 @@ export interface ServerDeps {
   authn: Authenticator;
   authz: Authorizer;
   rbac: RbacAuthorizer;
+  /** Mutating admission for creates (see Rest). */
+  createAdmission?: CreateAdmission[];
+  /** Answers TokenReviews. */
+  tokenReviewer: TokenReviewer;
   log: Logger;
   registry: Registry;
   kubeletTls: KubeletClientTls;
@@ -76,11 +81,12 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   }) as unknown as FastifyInstance;
   const metrics = new RequestMetrics(deps.registry, deps.log);
   const services: ResourceServices = {
-    rest: new Rest(deps.store, deps.kinds, deps.caches, deps.log),
+    rest: new Rest(deps.store, deps.kinds, deps.caches, deps.log, deps.createAdmission),
     discovery: new Discovery(deps.kinds, deps.serverAddress),
     authz: deps.authz,
     rbac: deps.rbac,
     kubeletTls: deps.kubeletTls,
+    tokenReviewer: deps.tokenReviewer,
     watch: {
       bookmarkIntervalMs: deps.bookmarkIntervalMs ?? 10_000,
       minRequestTimeoutSeconds: deps.minRequestTimeoutSeconds ?? 1800,
@@ -122,7 +128,7 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {
     const meta = metrics.meta(req.raw)!;
     const path = requestPath(req.url);
-    const user = deps.authn.authenticate(req.raw);
+    const user = await deps.authn.authenticate(req.raw);
     if (!user) throw unauthorized();
     meta.user = user.name;
     if (!deps.serving()) {

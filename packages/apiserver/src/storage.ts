@@ -6,7 +6,7 @@
 import type { UnstructuredObject } from '@kubit/api';
 import type { Histogram } from '@kubit/daemon';
 import { Etcd3, type IOptions } from 'etcd3';
-import { GrpcError, KvClient, type RawKv, type TxnOp, type TxnResult } from './etcdkv.js';
+import { GrpcError, type Guard, KvClient, type RawKv, type TxnOp, type TxnResult } from './etcdkv.js';
 import { WrittenObjects } from './written.js';
 
 export interface StoredObject {
@@ -25,7 +25,31 @@ export class CompactedError extends Error {
   }
 }
 
-export type WriteResult = { ok: true; rev: number } | { ok: false; current: StoredObject | null };
+export type WriteResult =
+  | { ok: true; rev: number }
+  | {
+      ok: false;
+      current: StoredObject | null;
+      /** The claim keys found already held when the write failed (another object won them). */
+      taken?: string[];
+    };
+
+/**
+ * Keys an object holds beside its own (a Service's cluster IP and node ports), written
+ * in the same Txn as the object: each claim is created only where no key is (so two
+ * objects never hold one), each release deleted; the write happens whole or not at all.
+ */
+export interface SideKeys {
+  claim: { key: string; value: string }[];
+  release: string[];
+}
+
+/** A key and its value as stored, for keys that hold no Kubernetes object. */
+export interface RawEntry {
+  key: string;
+  value: string;
+  modRevision: number;
+}
 
 export interface StoreOptions {
   endpoints: string[];
@@ -172,38 +196,109 @@ export class Store {
     }
   }
 
-  /** Creates the key only if it does not exist. */
-  async create(key: string, obj: KObject): Promise<WriteResult> {
-    const k = Buffer.from(key);
-    const value = encode(obj);
-    const r = await this.timed('create', () =>
-      this.kv.txn({ key: k, target: 'create', value: 0 }, { put: { key: k, value } }, { range: { key: k } }),
+  /** Keys and values under `prefix` as stored, at `revision` (0: latest). */
+  async rawRange(prefix: string, revision = 0): Promise<{ entries: RawEntry[]; revision: number }> {
+    const r = await this.timed('list', () =>
+      this.kv.range({ key: Buffer.from(prefix), rangeEnd: prefixEnd(prefix), revision }),
     );
-    return this.written.noteWrite(key, obj, value, writeResult(r));
+    return {
+      entries: r.kvs.map((kv) => ({
+        key: kv.key.toString('utf8'),
+        value: kv.value.toString('utf8'),
+        modRevision: kv.mod_revision,
+      })),
+      revision: r.revision,
+    };
   }
 
-  /** Replaces the key only if its mod_revision is still `expectedRev`. */
-  async update(key: string, obj: KObject, expectedRev: number): Promise<WriteResult> {
+  /** One key's value as stored, or null. */
+  async rawGet(key: string): Promise<RawEntry | null> {
+    const r = await this.timed('get', () => this.kv.range({ key: Buffer.from(key) }));
+    const kv = r.kvs[0];
+    return kv ? { key, value: kv.value.toString('utf8'), modRevision: kv.mod_revision } : null;
+  }
+
+  /** Creates a key holding no object only if it does not exist (the repair loop's re-claim). */
+  async rawCreate(key: string, value: string): Promise<boolean> {
     const k = Buffer.from(key);
-    const value = encode(obj);
-    const r = await this.timed('update', () =>
+    const r = await this.timed('create', () =>
       this.kv.txn(
-        { key: k, target: 'mod', value: expectedRev },
-        { put: { key: k, value } },
+        { key: k, target: 'create', value: 0 },
+        { put: { key: k, value: Buffer.from(value) } },
         { range: { key: k } },
       ),
     );
-    return this.written.noteWrite(key, obj, value, writeResult(r));
+    return r.succeeded;
   }
 
-  /** Deletes the key only if its mod_revision is still `expectedRev`. */
-  async delete(key: string, expectedRev: number): Promise<WriteResult> {
+  /** Deletes a key holding no object only if its mod_revision is still `expectedRev`. */
+  async rawDelete(key: string, expectedRev: number): Promise<boolean> {
+    const k = Buffer.from(key);
+    const r = await this.timed('delete', () =>
+      this.kv.txn(
+        { key: k, target: 'mod', value: expectedRev },
+        { delete: { key: k } },
+        { range: { key: k } },
+      ),
+    );
+    return r.succeeded;
+  }
+
+  /** Creates the key only if it does not exist (and claims `side`'s keys with it). */
+  async create(key: string, obj: KObject, side?: SideKeys): Promise<WriteResult> {
+    const k = Buffer.from(key);
+    const value = encode(obj);
+    const guard: Guard = { key: k, target: 'create', value: 0 };
+    const r = await this.timed('create', () =>
+      side
+        ? this.sideTxn(guard, { put: { key: k, value } }, side)
+        : this.kv.txn(guard, { put: { key: k, value } }, { range: { key: k } }),
+    );
+    return this.written.noteWrite(key, obj, value, writeResult(r, side));
+  }
+
+  /** Replaces the key only if its mod_revision is still `expectedRev`. */
+  async update(key: string, obj: KObject, expectedRev: number, side?: SideKeys): Promise<WriteResult> {
+    const k = Buffer.from(key);
+    const value = encode(obj);
+    const guard: Guard = { key: k, target: 'mod', value: expectedRev };
+    const r = await this.timed('update', () =>
+      side
+        ? this.sideTxn(guard, { put: { key: k, value } }, side)
+        : this.kv.txn(guard, { put: { key: k, value } }, { range: { key: k } }),
+    );
+    return this.written.noteWrite(key, obj, value, writeResult(r, side));
+  }
+
+  /** Deletes the key only if its mod_revision is still `expectedRev` (releasing `release` with it). */
+  async delete(key: string, expectedRev: number, release: string[] = []): Promise<WriteResult> {
     const k = Buffer.from(key);
     const op: TxnOp = { delete: { key: k } };
+    const guard: Guard = { key: k, target: 'mod', value: expectedRev };
     const r = await this.timed('delete', () =>
-      this.kv.txn({ key: k, target: 'mod', value: expectedRev }, op, { range: { key: k } }),
+      release.length > 0
+        ? this.sideTxn(guard, op, { claim: [], release })
+        : this.kv.txn(guard, op, { range: { key: k } }),
     );
     return writeResult(r);
+  }
+
+  /**
+   * The object's write and its side keys in one Txn: the object's guard and "no key yet"
+   * for every claim must hold; on failure the object and every claim are read back, so
+   * the caller can tell a lost object race from a taken claim.
+   */
+  private sideTxn(guard: Guard, write: TxnOp, side: SideKeys): Promise<TxnResult> {
+    const claims = side.claim.map((c) => ({ key: Buffer.from(c.key), value: Buffer.from(c.value) }));
+    return this.kv.multiTxn(
+      [guard, ...claims.map((c): Guard => ({ key: c.key, target: 'create', value: 0 }))],
+      [
+        write,
+        ...claims.map((c): TxnOp => ({ put: c })),
+        ...side.release.map((key): TxnOp => ({ delete: { key: Buffer.from(key) } })),
+      ],
+      [{ range: { key: guard.key } }, ...claims.map((c): TxnOp => ({ range: { key: c.key } }))],
+    );
   }
 
   close(): void {
@@ -212,7 +307,10 @@ export class Store {
   }
 }
 
-function writeResult(r: TxnResult): WriteResult {
+function writeResult(r: TxnResult, side?: SideKeys): WriteResult {
   if (r.succeeded) return { ok: true, rev: r.revision };
-  return { ok: false, current: r.rangeKvs.length > 0 ? decodeKv(r.rangeKvs[0] as RawKv) : null };
+  const current = r.rangeKvs.length > 0 ? decodeKv(r.rangeKvs[0] as RawKv) : null;
+  if (!side) return { ok: false, current };
+  const taken = side.claim.filter((_, i) => (r.responses[i + 1]?.length ?? 0) > 0).map((c) => c.key);
+  return { ok: false, current, taken };
 }

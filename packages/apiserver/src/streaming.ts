@@ -22,7 +22,7 @@ const KUBELET_PATH: Record<string, string> = { exec: 'exec', attach: 'attach', p
 export interface StreamingDeps {
   store: Store;
   kubeletTls: KubeletClientTls;
-  authenticate(req: IncomingMessage): UserInfo | null | undefined;
+  authenticate(req: IncomingMessage): UserInfo | null | undefined | Promise<UserInfo | null>;
   /** Throws a StatusError when the user may not. */
   authorize(user: UserInfo, info: RequestInfo): void;
   parse(method: string, path: string, query: Record<string, unknown>): RequestInfo;
@@ -62,7 +62,7 @@ async function streamToKubelet(
   } catch {
     throw badRequest('the request path is not valid URL encoding');
   }
-  const user = deps.authenticate(req);
+  const user = await deps.authenticate(req);
   if (!user) throw unauthorized();
   if (!deps.serving()) throw serviceUnavailable('the apiserver is starting');
   const info = deps.parse(req.method ?? 'GET', path, queryOf(url.searchParams));

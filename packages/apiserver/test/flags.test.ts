@@ -71,6 +71,14 @@ describe('apiserverArgs', () => {
       watchCacheHistory: 100,
       minRequestTimeoutSeconds: 60,
       watchBookmarkIntervalSeconds: 5,
+      serviceAccountSigningKeyFile: 'sak',
+      serviceAccountKeyFiles: ['sapub'],
+      serviceAccountIssuer: 'https://issuer',
+      apiAudiences: ['a', 'b'],
+      serviceAccountMaxTokenExpirationSeconds: 86400,
+      serviceClusterIpRange: '10.96.0.0/12',
+      serviceNodePortRange: '30000-32767',
+      advertiseAddress: '10.0.0.1',
     };
     const args = apiserverArgs(every);
     assert.equal(args.length, Object.keys(every).length, 'one flag per option');

@@ -30,6 +30,7 @@ const SPECIAL: Record<string, fc.Arbitrary<unknown>> = {
     fc.string({ maxLength: 6 }),
   ),
   'k8s.io.api.authorization.v1.ExtraValue': fc.array(fc.string({ maxLength: 6 }), { maxLength: 2 }),
+  'k8s.io.api.authentication.v1.ExtraValue': fc.array(fc.string({ maxLength: 6 }), { maxLength: 2 }),
 };
 
 function scalar(type: string, zeroAllowed: boolean): fc.Arbitrary<unknown> {

@@ -25,6 +25,7 @@ const SPECIAL: Record<string, (v: unknown) => Obj> = {
   'k8s.io.apimachinery.pkg.util.intstr.IntOrString': (v) =>
     typeof v === 'number' ? { type: 0, intVal: v } : { type: 1, strVal: v },
   'k8s.io.api.authorization.v1.ExtraValue': (v) => ({ items: v }),
+  'k8s.io.api.authentication.v1.ExtraValue': (v) => ({ items: v }),
 };
 
 const GO_ZERO: Record<string, unknown> = {

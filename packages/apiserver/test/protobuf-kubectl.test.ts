@@ -184,6 +184,34 @@ describe('kubectl create through protobuf', () => {
     await sameAsJson(['create', 'serviceaccount', 'bot'], 'bot', `${NS}/serviceaccounts`);
   });
 
+  it('services of each type (their allocated address and node ports aside)', async () => {
+    const unallocated = (svc: Record<string, unknown>) => {
+      const spec = { ...(svc.spec as Record<string, unknown>) };
+      delete spec.clusterIP;
+      delete spec.clusterIPs;
+      spec.ports = ((spec.ports as Record<string, unknown>[] | undefined) ?? []).map(({ nodePort, ...p }) => {
+        void nodePort;
+        return p;
+      });
+      return { ...comparable(svc), spec };
+    };
+    for (const [type, name, ...flags] of [
+      ['clusterip', 'svc-c', '--tcp=80:8080', '--tcp=443:8443'],
+      ['clusterip', 'svc-h', '--clusterip=None'],
+      ['nodeport', 'svc-n', '--tcp=80:8080'],
+      ['loadbalancer', 'svc-l', '--tcp=5678:8080'],
+      ['externalname', 'svc-e', '--external-name=db.example.com'],
+    ]) {
+      const { viaProtobuf, viaJson } = await protobufAndJson(
+        ['create', 'service', type, name, ...flags],
+        name,
+        `${NS}/services`,
+      );
+      assert.deepEqual(unallocated(viaProtobuf), unallocated(viaJson), type);
+      if (name === 'svc-n') assert.ok(viaProtobuf.spec.ports[0].nodePort >= 30000);
+    }
+  });
+
   it('auth can-i --list (a SelfSubjectRulesReview in protobuf) lists the rules', async () => {
     const r = await kubectl(cp, ['auth', 'can-i', '--list', '-n', 'default', '-v=8']);
     assert.match(r.stderr, /Content-Type: application\/vnd\.kubernetes\.protobuf/);

@@ -123,7 +123,9 @@ function messageOf(apiVersionKind: string): string {
       'events.k8s.io': 'k8s.io.api.events.v1',
       policy: 'k8s.io.api.policy.v1',
       'coordination.k8s.io': 'k8s.io.api.coordination.v1',
+      'discovery.k8s.io': 'k8s.io.api.discovery.v1',
       'authorization.k8s.io': 'k8s.io.api.authorization.v1',
+      'authentication.k8s.io': 'k8s.io.api.authentication.v1',
     }[apiVersionKind.split('/')[0]]! + `.${kind}`,
   );
   return t.fullName.slice(1);
@@ -221,7 +223,11 @@ describe('protobuf refusals (415, naming the problem)', () => {
   });
 
   it('a kind it has no schema for, a body without the envelope, a compressed body', () => {
-    refused(envelope('v1', 'Service', field(1, field(1, 'web'))), 'Service', /v1, kind Service .*no schema/);
+    refused(
+      envelope('v1', 'PersistentVolume', field(1, field(1, 'pv'))),
+      'PersistentVolume',
+      /v1, kind PersistentVolume .*no schema/,
+    );
     refused(Buffer.from('nope'), 'ConfigMap', /does not start with the k8s envelope/);
     const gz = Buffer.concat([envelope('v1', 'ConfigMap', Buffer.alloc(0)), field(3, 'gzip')]);
     refused(gz, 'ConfigMap', /content encoding gzip/);

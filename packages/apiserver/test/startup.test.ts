@@ -59,6 +59,36 @@ describe('start-up errors', { concurrency: true }, () => {
     assert.equal(r.output, 'kubit-apiserver: --tls-cert-file: no such file: /nope/cert.pem');
   });
 
+  for (const [i, [flag, line]] of [
+    [
+      '--service-cluster-ip-range=10.96.0.0/33',
+      'kubit-apiserver: --service-cluster-ip-range=10.96.0.0/33: not an IPv4 CIDR (e.g. 10.96.0.0/12)',
+    ],
+    [
+      '--service-cluster-ip-range=10.0.0.0/8',
+      'kubit-apiserver: --service-cluster-ip-range=10.0.0.0/8: too large; the prefix must be /12 or longer',
+    ],
+    [
+      '--service-node-port-range=32767-30000',
+      'kubit-apiserver: --service-node-port-range=32767-30000: expected a port range "first-last" within 1-65535 (e.g. 30000-32767)',
+    ],
+    [
+      '--advertise-address=example.com',
+      'kubit-apiserver: --advertise-address=example.com: expected one IPv4 address (not 0.0.0.0)',
+    ],
+  ].entries()) {
+    it(`a bad ${flag}`, async () => {
+      const r = await run(`bad-service-flag-${i}`, [
+        `--tls-cert-file=${pki.apiserver.cert}`,
+        `--tls-private-key-file=${pki.apiserver.key}`,
+        '--etcd-servers=https://127.0.0.1:1',
+        flag,
+      ]);
+      assert.equal(r.code, 1);
+      assert.equal(r.output, line);
+    });
+  }
+
   it('a bad flag value', async () => {
     const r = await run('badflag', [
       '--secure-port=http',

@@ -9,6 +9,12 @@ export const KNOWN_CONTROLLERS = [
   'garbagecollector',
   'namespace',
   'podgc',
+  'serviceaccount',
+  'root-ca-cert-publisher',
+  'endpoint',
+  'endpointslice',
+  'endpointslicemirroring',
+  'service-lb-ipam',
 ] as const;
 export type ControllerName = (typeof KNOWN_CONTROLLERS)[number];
 

@@ -14,6 +14,13 @@ export interface Controller {
   stop?(): void;
 }
 
+/**
+ * Thrown by a reconcile that cannot act yet for an expected reason (its cache
+ * has not caught up with its own writes): retried with backoff like any error,
+ * but not logged as a failure.
+ */
+export class RetryLater extends Error {}
+
 /** Runs `workers` loops that take keys from the queue and reconcile them. */
 export async function runWorkers(c: Controller, workers: number, log: Logger): Promise<void> {
   const loop = async () => {
@@ -31,7 +38,9 @@ export async function processOne(c: Controller, key: string, log?: Logger): Prom
     await c.reconcile(key);
     c.queue.forget(key);
   } catch (err) {
-    log?.warn({ err, controller: c.name, key }, 'reconcile failed; retrying');
+    if (err instanceof RetryLater)
+      log?.debug({ controller: c.name, key, why: err.message }, 'retrying later');
+    else log?.warn({ err, controller: c.name, key }, 'reconcile failed; retrying');
     c.queue.addRateLimited(key);
   } finally {
     c.queue.done(key);

@@ -11,10 +11,19 @@ export {
   proportionalSizes,
 } from './deployment/controller.js';
 export * from './deployment/util.js';
+export * from './endpoints/endpoints-controller.js';
+export * from './endpoints/endpointslice-controller.js';
+export * from './endpoints/mirroring.js';
+export * from './endpoints/mirroring-controller.js';
+export * from './endpoints/shared.js';
+export * from './endpoints/slices.js';
+export * from './endpoints/subsets.js';
 export * from './events.js';
 export * from './expectations.js';
 export * from './garbagecollector.js';
 export * from './labels.js';
+export * from './loadbalancer/controller.js';
+export * from './loadbalancer/pool.js';
 export * from './manager.js';
 export * from './namespace.js';
 export * from './nodeipam.js';

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // kubit-controller-manager: runs the controllers (replicaset, deployment, node
-// IPAM, node lifecycle, garbage collector, namespace) against the apiserver,
+// IPAM, node lifecycle, garbage collector, namespace, pod GC, endpoint,
+// endpointslice, endpointslicemirroring, service-lb-ipam) against the apiserver,
 // with Lease leader election so only one replica acts at a time.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import {
   createLogger,
@@ -19,6 +21,7 @@ import {
 import { Command } from 'commander';
 import { parseCidr } from './cidr.js';
 import { enabledControllers } from './controller-names.js';
+import { parsePool } from './loadbalancer/pool.js';
 
 interface Flags {
   kubeconfig?: string;
@@ -36,10 +39,14 @@ interface Flags {
   nodeMonitorGracePeriod: number;
   nodeMonitorPeriod: number;
   concurrentSyncs: number;
+  maxEndpointsPerSlice: number;
+  mirroringMaxEndpointsPerSubset: number;
+  loadBalancerIpRange: string;
   securePort: number;
   bindAddress: string;
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
+  rootCaFile?: string;
   v?: number;
 }
 
@@ -51,7 +58,7 @@ const boolArg = (v: string): boolean => {
 
 const program = new Command('kubit-controller-manager')
   .description(
-    'Runs the Kubit controllers: replicaset, deployment, nodeipam, nodelifecycle, garbagecollector, namespace.',
+    'Runs the Kubit controllers: replicaset, deployment, nodeipam, nodelifecycle, garbagecollector, namespace, podgc, endpoint, endpointslice, endpointslicemirroring, service-lb-ipam.',
   )
   .option('--kubeconfig <file>', 'kubeconfig with the apiserver address and credentials')
   .option('--master <url>', 'apiserver address (overrides the kubeconfig)')
@@ -84,6 +91,23 @@ const program = new Command('kubit-controller-manager')
   .option('--node-monitor-period <duration>', 'how often node health is checked', durationArg, 5_000)
   .option('--concurrent-syncs <n>', 'workers per controller', intArg(1, 64), 2)
   .option(
+    '--max-endpoints-per-slice <n>',
+    'the most endpoints the endpointslice controller puts in one EndpointSlice',
+    intArg(1, 1000),
+    100,
+  )
+  .option(
+    '--mirroring-max-endpoints-per-subset <n>',
+    'the most addresses of one Endpoints subset the endpointslicemirroring controller mirrors into a slice',
+    intArg(1, 1000),
+    1000,
+  )
+  .option(
+    '--load-balancer-ip-range <range>',
+    'addresses for LoadBalancer Services, a CIDR (192.168.50.0/28) or a range (192.168.50.10-192.168.50.20); empty turns service-lb-ipam off',
+    '',
+  )
+  .option(
     '--secure-port <port>',
     'HTTPS port for /healthz and /metrics (0 disables)',
     intArg(0, 65535),
@@ -92,6 +116,10 @@ const program = new Command('kubit-controller-manager')
   .option('--bind-address <ip>', 'address for --secure-port', '0.0.0.0')
   .option('--tls-cert-file <file>', 'serving certificate for --secure-port (self-signed when absent)')
   .option('--tls-private-key-file <file>', 'key of --tls-cert-file')
+  .option(
+    '--root-ca-file <file>',
+    'the CA bundle published as the kube-root-ca.crt ConfigMap in every namespace (pods verify the apiserver with it)',
+  )
   .option('--v <level>', 'log verbosity (ignored beyond info/debug)', intArg(0, 10))
   .action(async (flags: Flags) => {
     await run(flags);
@@ -106,6 +134,7 @@ async function run(flags: Flags): Promise<void> {
   try {
     controllers = enabledControllers(flags.controllers);
     if (flags.clusterCidr) parseCidr(flags.clusterCidr);
+    if (flags.loadBalancerIpRange) parsePool(flags.loadBalancerIpRange);
   } catch (err) {
     throw new StartupError((err as Error).message);
   }
@@ -116,6 +145,17 @@ async function run(flags: Flags): Promise<void> {
   }
   if (Boolean(flags.tlsCertFile) !== Boolean(flags.tlsPrivateKeyFile)) {
     throw new StartupError('--tls-cert-file and --tls-private-key-file go together');
+  }
+  let rootCA: string | undefined;
+  if (flags.rootCaFile) {
+    try {
+      rootCA = readFileSync(flags.rootCaFile, 'utf8');
+    } catch (err) {
+      throw new StartupError(`--root-ca-file: ${(err as Error).message}`);
+    }
+    if (!rootCA.includes('-----BEGIN CERTIFICATE-----')) {
+      throw new StartupError(`--root-ca-file: ${flags.rootCaFile} holds no PEM certificate`);
+    }
   }
   // Loaded only once the flags are good, so a mistake is reported at once.
   const { EventRecorder, KubeClient, LeaderElector, SharedInformerFactory } = await import('@kubit/client');
@@ -146,7 +186,11 @@ async function run(flags: Flags): Promise<void> {
       nodeMonitorGracePeriodMs: flags.nodeMonitorGracePeriod,
       nodeMonitorPeriodMs: flags.nodeMonitorPeriod,
       workers: flags.concurrentSyncs,
+      maxEndpointsPerSlice: flags.maxEndpointsPerSlice,
+      mirroringMaxEndpointsPerSubset: flags.mirroringMaxEndpointsPerSubset,
+      loadBalancerIPRange: flags.loadBalancerIpRange || undefined,
       served,
+      rootCA,
       events: (component) => {
         const recorder = new EventRecorder(client, {
           component,

@@ -7,14 +7,21 @@ import type { Cluster } from './cluster.js';
 import { type Controller, runWorkers } from './controller.js';
 import type { ControllerName } from './controller-names.js';
 import { DeploymentController } from './deployment/controller.js';
+import { EndpointsController } from './endpoints/endpoints-controller.js';
+import { EndpointSliceController } from './endpoints/endpointslice-controller.js';
+import { EndpointSliceMirroringController } from './endpoints/mirroring-controller.js';
+import { endpointSliceResource } from './endpoints/shared.js';
 import { type EventSink, noEvents } from './events.js';
 import { GarbageCollector } from './garbagecollector.js';
+import { LoadBalancerIpamController } from './loadbalancer/controller.js';
+import { parsePool } from './loadbalancer/pool.js';
 import { NamespaceController, namespacedForCleanup } from './namespace.js';
 import { NodeIpamController } from './nodeipam.js';
 import { NodeLifecycleController } from './nodelifecycle.js';
 import { PodGarbageCollector } from './podgc.js';
 import { ReplicaSetController } from './replicaset.js';
 import type { ServedFilter } from './served.js';
+import { RootCAPublisher, ServiceAccountsController } from './serviceaccounts.js';
 
 export interface ManagerOptions {
   controllers: Set<ControllerName>;
@@ -23,6 +30,12 @@ export interface ManagerOptions {
   nodeCIDRMaskSize: number;
   nodeMonitorGracePeriodMs: number;
   nodeMonitorPeriodMs?: number;
+  /** At most this many endpoints in one EndpointSlice (--max-endpoints-per-slice). */
+  maxEndpointsPerSlice?: number;
+  /** The most addresses of one Endpoints subset mirrored into a slice (--mirroring-max-endpoints-per-subset). */
+  mirroringMaxEndpointsPerSubset?: number;
+  /** The LoadBalancer address pool (--load-balancer-ip-range); service-lb-ipam is off without it. */
+  loadBalancerIPRange?: string;
   /** Workers per controller. */
   workers?: number;
   /**
@@ -30,6 +43,8 @@ export interface ManagerOptions {
    * and the namespace controller watch only those. Everything when absent.
    */
   served?: ServedFilter;
+  /** The CA bundle (PEM) published as kube-root-ca.crt in every namespace; the publisher is off without it. */
+  rootCA?: string;
   /** An event sink per reporting component ("replicaset-controller", ...). */
   events?: (component: string) => EventSink;
   log: Logger;
@@ -42,6 +57,7 @@ export const GC_RESOURCES: readonly ResourceRef[] = [
   resources.pods,
   resources.services,
   resources.endpoints,
+  endpointSliceResource,
   resources.configmaps,
   resources.secrets,
   resources.serviceaccounts,
@@ -113,6 +129,48 @@ export class ControllerManager {
       );
     }
     if (on.has('podgc')) this.controllers.push(new PodGarbageCollector(cluster, this.informers, { log }));
+    if (on.has('serviceaccount'))
+      this.controllers.push(new ServiceAccountsController(cluster, this.informers));
+    if (on.has('root-ca-cert-publisher') && opts.rootCA) {
+      this.controllers.push(new RootCAPublisher(cluster, this.informers, opts.rootCA, log));
+    }
+    if (on.has('endpoint')) {
+      this.controllers.push(
+        new EndpointsController(cluster, this.informers, { events: events('endpoint-controller'), log }),
+      );
+    }
+    if (on.has('endpointslice')) {
+      // Its informer would wait for ever on an apiserver without EndpointSlices.
+      if (served(endpointSliceResource)) {
+        this.controllers.push(
+          new EndpointSliceController(cluster, this.informers, {
+            maxEndpointsPerSlice: opts.maxEndpointsPerSlice,
+            events: events('endpoint-slice-controller'),
+            log,
+          }),
+        );
+      } else
+        log.warn(
+          'the apiserver serves no discovery.k8s.io/v1 EndpointSlices; endpointslice controller not started',
+        );
+    }
+    if (on.has('endpointslicemirroring') && served(endpointSliceResource)) {
+      this.controllers.push(
+        new EndpointSliceMirroringController(cluster, this.informers, {
+          maxEndpointsPerSubset: opts.mirroringMaxEndpointsPerSubset,
+          log,
+        }),
+      );
+    }
+    if (on.has('service-lb-ipam') && opts.loadBalancerIPRange) {
+      this.controllers.push(
+        new LoadBalancerIpamController(cluster, this.informers, {
+          pool: parsePool(opts.loadBalancerIPRange),
+          events: events('service-lb-ipam'),
+          log,
+        }),
+      );
+    }
   }
 
   get names(): string[] {

@@ -1,6 +1,7 @@
 // The Kubernetes object types the controllers read and write, from @kubit/api;
 // KubeObject is any object, what generic code (GC, namespace cleanup) handles.
 export type {
+  ConfigMap,
   DeleteOptions,
   Deployment,
   DeploymentCondition,
@@ -17,6 +18,7 @@ export type {
   Pod,
   PodTemplateSpec,
   ReplicaSet,
+  ServiceAccount,
   Taint,
   Toleration,
 } from '@kubit/api';

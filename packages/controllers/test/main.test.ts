@@ -42,6 +42,12 @@ describe('kubit-controller-manager flags', () => {
       [['--controllers=*,nope'], /^kubit-controller-manager: "nope" is not in the list of known controllers/],
       [['--cluster-cidr=10.244.0.0', '--allocate-node-cidrs=true'], /invalid CIDR address: 10\.244\.0\.0/],
       [['--kubeconfig=/nonexistent/kubeconfig'], /nonexistent/],
+      [
+        ['--load-balancer-ip-range=10.0.0.9-10.0.0.4'],
+        /--load-balancer-ip-range: "10\.0\.0\.9-10\.0\.0\.4" ends before it starts/,
+      ],
+      [['--load-balancer-ip-range=banana'], /--load-balancer-ip-range: "banana" is not an IPv4 CIDR/],
+      [['--max-endpoints-per-slice=0'], /max-endpoints-per-slice/],
     ];
     const results = await Promise.all(cases.map(([args]) => runCM(args)));
     for (const [i, [args, re]] of cases.entries()) {

@@ -32,6 +32,15 @@ export interface ApiServerFlags {
   minRequestTimeoutSeconds?: number;
   /** Seconds, as --watch-bookmark-interval takes them. */
   watchBookmarkIntervalSeconds?: number;
+  serviceAccountSigningKeyFile?: string;
+  /** Each one a --service-account-key-file of its own. */
+  serviceAccountKeyFiles?: string[];
+  serviceAccountIssuer?: string;
+  apiAudiences?: string[];
+  serviceAccountMaxTokenExpirationSeconds?: number;
+  serviceClusterIpRange?: string;
+  serviceNodePortRange?: string;
+  advertiseAddress?: string;
 }
 
 /** `--flag=value` for each option given, in the apiserver's main.ts order. */
@@ -54,8 +63,19 @@ export function apiserverArgs(o: ApiServerFlags): string[] {
     ['watch-cache-history', o.watchCacheHistory],
     ['min-request-timeout', o.minRequestTimeoutSeconds],
     ['watch-bookmark-interval', o.watchBookmarkIntervalSeconds],
+    ['service-cluster-ip-range', o.serviceClusterIpRange],
+    ['service-node-port-range', o.serviceNodePortRange],
+    ['advertise-address', o.advertiseAddress],
+    ['service-account-signing-key-file', o.serviceAccountSigningKeyFile],
+    ['service-account-issuer', o.serviceAccountIssuer],
+    ['api-audiences', o.apiAudiences?.length ? o.apiAudiences.join(',') : undefined],
+    ['service-account-max-token-expiration', o.serviceAccountMaxTokenExpirationSeconds],
   ];
-  return flags.filter(([, v]) => v !== undefined && v !== '').map(([name, v]) => `--${name}=${v}`);
+  const keyFiles = (o.serviceAccountKeyFiles ?? []).map((f) => `--service-account-key-file=${f}`);
+  return [
+    ...flags.filter(([, v]) => v !== undefined && v !== '').map(([name, v]) => `--${name}=${v}`),
+    ...keyFiles,
+  ];
 }
 
 // The scheduler and the controller manager: leader election is on however they

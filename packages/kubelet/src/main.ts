@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // kubit-kubelet: the node agent. Registers the node, keeps its Lease fresh,
 // runs the pods bound to it through containerd's CRI, and serves their logs.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { KubeClient as Client, Informer, type KubeClient, resources } from '@kubit/client';
@@ -30,6 +30,8 @@ import {
 } from './node/cni-config.js';
 import { parseNodeLabels, parseTaints } from './node/flags.js';
 import { defaultHostname, NodeAgent } from './node/node-status.js';
+import { ServiceIndex } from './node/service-index.js';
+import { type NodeDnsSettings, parseResolvConf } from './pods/dns.js';
 import { PodManager } from './pods/manager.js';
 import { fileTracer } from './pods/trace.js';
 import { FakeRuntime } from './runtime/fake.js';
@@ -55,6 +57,29 @@ interface Flags {
   cniConfTemplate?: string;
   cniBridgeName: string;
   cniNetworkName: string;
+  clusterDns: string[];
+  clusterDomain: string;
+  resolvConf: string;
+}
+
+/**
+ * Pods' DNS, when --cluster-dns names cluster DNS: ClusterFirst pods get it and the
+ * cluster's search path, Default pods the node's --resolv-conf. Without it the runtime
+ * gives every pod the node's resolv.conf, as before.
+ */
+function nodeDns(flags: Flags): NodeDnsSettings | undefined {
+  if (flags.clusterDns.length === 0) return undefined;
+  for (const ip of flags.clusterDns) {
+    if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(ip))
+      throw new StartupError(`--cluster-dns: "${ip}" is not an IPv4 address`);
+  }
+  let text = '';
+  try {
+    text = readFileSync(flags.resolvConf, 'utf8');
+  } catch (err) {
+    throw new StartupError(`--resolv-conf ${flags.resolvConf}: ${(err as Error).message}`);
+  }
+  return { clusterDNS: flags.clusterDns, clusterDomain: flags.clusterDomain, host: parseResolvConf(text) };
 }
 
 /** The kubelet-owned CNI config, when --cni-conf-dir asks for it. */
@@ -225,9 +250,16 @@ async function run(flags: Flags): Promise<void> {
   const trace = traceFile ? fileTracer(traceFile) : undefined;
   const statusSink = new ApiPodStatusSink(client, log, trace);
   shutdown.add(() => statusSink.close());
+  const services = new ServiceIndex(client, log);
+  await services.start(log);
+  shutdown.add(() => services.stop());
+  const objects = new ApiObjectSource(client);
   const manager = new PodManager({
     runtime,
-    objects: new ApiObjectSource(client),
+    services,
+    tokenIssuer: objects,
+    dns: nodeDns(flags),
+    objects,
     statusSink,
     events,
     log,
@@ -323,6 +355,14 @@ const program = new Command('kubit-kubelet')
   )
   .option('--cni-bridge-name <name>', 'the bridge of the pod network', DEFAULT_CNI_BRIDGE)
   .option('--cni-network-name <name>', 'the CNI network name', DEFAULT_CNI_NETWORK)
+  .option(
+    '--cluster-dns <ip,...>',
+    "cluster DNS servers for pods with dnsPolicy ClusterFirst (kube-dns's cluster IP)",
+    listArg,
+    [],
+  )
+  .option('--cluster-domain <domain>', 'the cluster domain pods search in', 'cluster.local')
+  .option('--resolv-conf <path>', 'the resolver config dnsPolicy Default pods get', '/etc/resolv.conf')
   .action(async (opts: Flags) => {
     if (!opts.podLogsDir) opts.podLogsDir = join(opts.rootDir, 'logs', 'pods');
     await run(opts);

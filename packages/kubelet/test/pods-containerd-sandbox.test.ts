@@ -2,18 +2,39 @@
 // processes: every task of the pod is killed with SIGKILL, containerd marks the
 // sandbox NotReady, and the kubelet removes the dead sandbox and runs the pod
 // again in a new one (attempt + 1), restarting its containers per restartPolicy.
+// And what a pod's containers see of the cluster's names: the resolv.conf
+// containerd writes from the kubelet's DNS config, the kubelet's /etc/hosts and
+// the Service variables.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
+import type { Service } from 'kubernetes-types/core/v1.js';
 import { POD_UID_LABEL } from '../src/pods/labels.js';
 import { type Node, startNode } from './containerd-fixture.js';
 import { containerState, makePod, waitStatus, waitUntil } from './helpers.js';
 
 const run = promisify(execFile);
+const SERVICES: Service[] = [
+  {
+    metadata: { namespace: 'default', name: 'kubernetes' },
+    spec: { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP' }] },
+  },
+  {
+    metadata: { namespace: 'default', name: 'web' },
+    spec: { clusterIP: '10.96.7.7', ports: [{ name: 'http', port: 80, protocol: 'TCP' }] },
+  },
+];
 let node: Node;
 before(async () => {
-  node = await startNode();
+  node = await startNode({
+    dns: {
+      clusterDNS: ['10.96.0.10'],
+      clusterDomain: 'cluster.local',
+      host: { servers: ['192.0.2.53'], searches: ['lab.example'], options: [] },
+    },
+    services: { list: (ns) => SERVICES.filter((s) => s.metadata?.namespace === ns) },
+  });
 });
 after(async () => {
   await node?.stop();
@@ -90,4 +111,42 @@ test('restartPolicy Never: a pod whose sandbox died is not run again', async () 
   assert.equal(containerState(s, 'sleeper')?.restartCount, 0);
   const containers = await node.runtime.listContainers({ labelSelector: { [POD_UID_LABEL]: uid } });
   assert.equal(containers.length, 1, 'nothing was started again');
+});
+
+test("a pod's containers see cluster DNS in resolv.conf, their FQDN in /etc/hosts and the Service variables", async () => {
+  const pod = makePod('names', {
+    hostname: 'db-0',
+    subdomain: 'db',
+    containers: [
+      {
+        name: 'c',
+        image: 'busybox:latest',
+        command: ['sh', '-c', 'cat /etc/resolv.conf; echo ---; cat /etc/hosts; echo ---; env; sleep 3600'],
+      },
+    ],
+  });
+  node.manager.upsert(pod);
+  const s = await waitStatus(node.sink, pod, 'Running', (st) => st.phase === 'Running', 60_000);
+  let lines: string[] = [];
+  await waitUntil('the container printed its files', async () => {
+    lines = await node.logLines(pod, 'c').catch(() => []);
+    return lines.filter((l) => l === '---').length === 2 && lines.some((l) => l.startsWith('WEB_'));
+  });
+  const [resolv, hosts, env] = lines.join('\n').split('\n---\n');
+  assert.match(resolv, /^nameserver 10\.96\.0\.10$/m);
+  assert.match(
+    resolv,
+    /^search default\.svc\.cluster\.local svc\.cluster\.local cluster\.local lab\.example$/m,
+  );
+  assert.match(resolv, /^options ndots:5$/m);
+  assert.doesNotMatch(resolv, /192\.0\.2\.53/);
+  assert.match(hosts, /^# Kubernetes-managed hosts file\.$/m);
+  assert.match(
+    hosts,
+    new RegExp(`^${s.podIP?.replace(/\./g, '\\.')}\tdb-0.db.default.svc.cluster.local\tdb-0$`, 'm'),
+  );
+  assert.match(env, /^WEB_SERVICE_HOST=10\.96\.7\.7$/m);
+  assert.match(env, /^WEB_SERVICE_PORT_HTTP=80$/m);
+  assert.match(env, /^KUBERNETES_SERVICE_HOST=10\.96\.0\.1$/m);
+  assert.match(env, /^KUBERNETES_PORT_443_TCP=tcp:\/\/10\.96\.0\.1:443$/m);
 });

@@ -31,9 +31,11 @@ export const BUSYBOX_IMAGE = 'docker.io/library/busybox:latest';
 export const NGINX_IMAGE = 'docker.io/library/nginx:latest';
 
 // Bump when the way images are built changes, so cached builds are not reused.
-const BUILDER_VERSION = '3';
+const BUILDER_VERSION = '4';
 const BUSYBOX_BIN = '/usr/bin/busybox';
 const NGINX_BIN = '/usr/sbin/nginx';
+/** Debian's wget, in the busybox image: busybox-static's own wget crashes here on names and timeouts. */
+const WGET_BIN = '/usr/bin/wget';
 const PATH_ENV = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 const NGINX_CONF = `# Kubit's test nginx: one worker, port 80, access log to stdout.
@@ -106,12 +108,12 @@ async function busyboxRootfs(root: string): Promise<void> {
   }
 }
 
-/** The nginx binary, the shared libraries ldd names, a config and an index page. */
-async function nginxRootfs(root: string): Promise<void> {
-  await baseRootfs(root);
-  await copyFile(NGINX_BIN, join(root, 'usr', 'sbin', 'nginx'));
-  await chmod(join(root, 'usr', 'sbin', 'nginx'), 0o755);
-  const { stdout } = await run('ldd', [NGINX_BIN]);
+/** Copies a dynamic binary to the same path under `root`, with the shared libraries ldd names. */
+async function copyWithLibraries(root: string, bin: string): Promise<void> {
+  await mkdir(join(root, dirname(bin)), { recursive: true });
+  await copyFile(bin, join(root, bin));
+  await chmod(join(root, bin), 0o755);
+  const { stdout } = await run('ldd', [bin]);
   for (const line of stdout.split('\n')) {
     const m = /=>\s*(\/\S+)/.exec(line) ?? /^\s*(\/\S+)\s+\(/.exec(line);
     if (!m) continue;
@@ -120,6 +122,23 @@ async function nginxRootfs(root: string): Promise<void> {
     await copyFile(lib, join(root, lib)); // follows symlinks: the real library under the name the loader asks for
     await chmod(join(root, lib), 0o755);
   }
+}
+
+/**
+ * busybox, and Debian's wget as /usr/bin/wget (ahead of busybox's applet on PATH),
+ * so `wget -qO- http://web` resolves through the pod's resolv.conf as the
+ * Kubernetes documentation's busybox does.
+ */
+async function busyboxWithWgetRootfs(root: string): Promise<void> {
+  await busyboxRootfs(root);
+  await copyWithLibraries(root, WGET_BIN);
+  await writeFile(join(root, 'etc', 'nsswitch.conf'), 'hosts: files dns\n');
+}
+
+/** The nginx binary, the shared libraries ldd names, a config and an index page. */
+async function nginxRootfs(root: string): Promise<void> {
+  await baseRootfs(root);
+  await copyWithLibraries(root, NGINX_BIN);
   for (const d of ['etc/nginx', 'var/lib/nginx', 'var/log/nginx', 'usr/share/nginx/html']) {
     await mkdir(join(root, d), { recursive: true });
   }
@@ -187,7 +206,7 @@ async function writeLayout(layout: string, rootfs: string, config: ImageConfig, 
 /** A key that changes when the inputs (host binaries, this builder) change. */
 function cacheKey(): string {
   const parts = [BUILDER_VERSION, NGINX_CONF];
-  for (const f of [BUSYBOX_BIN, NGINX_BIN]) {
+  for (const f of [BUSYBOX_BIN, NGINX_BIN, WGET_BIN]) {
     const st = statSync(f);
     parts.push(`${f}:${st.size}:${st.mtimeMs}`);
   }
@@ -211,7 +230,7 @@ const recipes: ImageRecipe[] = [
       Entrypoint: ['/bin/sh', '-c', "trap 'exit 0' TERM INT; while true; do sleep 3600 & wait $!; done"],
     },
   },
-  { repository: 'library/busybox', tag: 'latest', rootfs: busyboxRootfs, config: { Cmd: ['sh'] } },
+  { repository: 'library/busybox', tag: 'latest', rootfs: busyboxWithWgetRootfs, config: { Cmd: ['sh'] } },
   {
     repository: 'library/nginx',
     tag: 'latest',
@@ -236,8 +255,8 @@ function imagesOf(dir: string): TestImage[] {
  * place, and the loser of a race uses the winner's.
  */
 export async function buildTestImages(): Promise<TestImage[]> {
-  for (const bin of [BUSYBOX_BIN, NGINX_BIN]) {
-    if (!existsSync(bin)) throw new Error(`${bin} is missing: install busybox-static and nginx-light`);
+  for (const bin of [BUSYBOX_BIN, NGINX_BIN, WGET_BIN]) {
+    if (!existsSync(bin)) throw new Error(`${bin} is missing: install busybox-static, nginx-light and wget`);
   }
   const dir = join(tmpdir(), `kubit-test-images-${cacheKey()}`);
   if (existsSync(join(dir, 'complete'))) return imagesOf(dir);

@@ -34,7 +34,13 @@ import {
   validateObjectMetaUpdate,
 } from './meta.js';
 import { validateBindingTarget, validatePodSpec, validatePodSpecUpdate } from './pod.js';
-import { validateEndpointSlice, validateEndpoints, validateService } from './service.js';
+import {
+  validateEndpointSlice,
+  validateEndpointSliceUpdate,
+  validateEndpoints,
+  validateService,
+  validateServiceUpdate,
+} from './service.js';
 import { isObj, type Obj, own } from './util.js';
 
 interface KindValidator {
@@ -60,9 +66,13 @@ const validators: Record<string, KindValidator> = {
   },
   '/Secret': { name: nameIsDNSSubdomain, create: validateSecret, update: validateSecretUpdate },
   '/ServiceAccount': { name: nameIsDNSSubdomain, create: validateServiceAccount },
-  '/Service': { name: nameIsDNSLabel, create: validateService },
+  '/Service': { name: nameIsDNSLabel, create: validateService, update: validateServiceUpdate },
   '/Endpoints': { name: nameIsDNSSubdomain, create: validateEndpoints },
-  'discovery.k8s.io/EndpointSlice': { name: nameIsDNSSubdomain, create: validateEndpointSlice },
+  'discovery.k8s.io/EndpointSlice': {
+    name: nameIsDNSSubdomain,
+    create: validateEndpointSlice,
+    update: validateEndpointSliceUpdate,
+  },
   'coordination.k8s.io/Lease': { name: nameIsDNSSubdomain, create: validateLease },
   'rbac.authorization.k8s.io/Role': {
     name: nameIsPathSegment,

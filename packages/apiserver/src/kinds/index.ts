@@ -1,5 +1,8 @@
 // The kind registry: every resource the apiserver serves, by group/version/resource.
 
+import type { ServiceAccountTokens } from '../sa-tokens.js';
+import type { ServiceNetworking } from '../services/networking.js';
+import { tokenSubresource } from '../subresources/token.js';
 import { deployments, replicasets } from './apps.js';
 import {
   clusterrolebindings,
@@ -16,7 +19,7 @@ import {
   serviceaccounts,
 } from './core.js';
 import { pods } from './pods.js';
-import { endpoints, endpointslices, services } from './services.js';
+import { endpoints, endpointslices, serviceKind, services } from './services.js';
 import { groupVersion, type KindDef } from './types.js';
 
 export type { Column, KindDef, TableDef } from './types.js';
@@ -59,7 +62,15 @@ export class KindRegistry {
   }
 }
 
-export function builtinKinds(): KindDef[] {
+export interface KindOptions {
+  /** With a token signer, ServiceAccounts serve serviceaccounts/<name>/token (TokenRequest). */
+  serviceAccountTokens?: ServiceAccountTokens;
+  /** The ranges Services' cluster IPs and node ports come from (default: Kubernetes' defaults). */
+  serviceNetworking?: ServiceNetworking;
+}
+
+export function builtinKinds(options: KindOptions = {}): KindDef[] {
+  const tokens = options.serviceAccountTokens;
   return [
     namespaces,
     pods,
@@ -67,8 +78,8 @@ export function builtinKinds(): KindDef[] {
     events,
     configmaps,
     secrets,
-    serviceaccounts,
-    services,
+    tokens ? { ...serviceaccounts, subresources: [tokenSubresource(tokens)] } : serviceaccounts,
+    options.serviceNetworking ? serviceKind(options.serviceNetworking) : services,
     endpoints,
     endpointslices,
     eventsV1,

@@ -70,9 +70,47 @@ export interface KindDef {
   /** Selectable fields beyond metadata.name and metadata.namespace. */
   fields?(obj: KObject): Record<string, string>;
   table: TableDef;
+  /** Store keys its objects hold beside their own (a Service's cluster IP and node ports). */
+  claims?: ClaimsDef;
   /** Converting from the stored form to this version and back, for kinds sharing storage. */
   fromStorage?(obj: KObject): KObject;
   toStorage?(obj: KObject): KObject;
+}
+
+/** A key an object claims beside its own, with the value (its owner) written there. */
+export interface Claim {
+  key: string;
+  value: string;
+  /**
+   * The answer when the key turns out taken at write time: a value the client asked for
+   * is a 422; a value picked for it (undefined here) is picked again.
+   */
+  takenError?: Error;
+}
+
+/** What a claims hook may read of the store. */
+export interface ClaimReader {
+  /** The value of a claim key, or undefined when no one holds it. */
+  holder(key: string): Promise<string | undefined>;
+  /** Every claim key under a prefix. */
+  keys(prefix: string): Promise<string[]>;
+}
+
+/**
+ * Keys an object holds beside its own. The generic write creates the new ones in the
+ * object's own Txn (guarded on their absence, so no two objects hold one key) and
+ * deletes those it no longer holds, the object's delete deleting all of them.
+ */
+export interface ClaimsDef {
+  /**
+   * Completes `o` with the values it must hold, picking those it leaves empty (its
+   * update's `old` keeps what it already holds), and returns every claim it holds
+   * after the write. A requested value out of range or held by another is a 422.
+   * `attempt` counts the tries of this write: a retry after a lost race looks harder.
+   */
+  assign(o: KObject, old: KObject | undefined, reader: ClaimReader, attempt: number): Promise<Claim[]>;
+  /** The claim keys a stored object holds. */
+  held(o: KObject): string[];
 }
 
 /** A request to one subresource, as its handler gets it. */

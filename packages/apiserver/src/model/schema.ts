@@ -468,6 +468,22 @@ export const schemas = {
     }),
   }),
   deleteOptions,
+  /** authentication.k8s.io/v1 TokenRequest, the body of serviceaccounts/<name>/token. */
+  tokenRequest: S.obj({
+    ...typeMeta,
+    spec: S.obj({
+      audiences: strList,
+      expirationSeconds: S.int,
+      boundObjectRef: S.obj({ kind: S.str, apiVersion: S.str, name: S.str, uid: S.str }),
+    }),
+    status: S.obj({ token: S.str, expirationTimestamp: S.str }),
+  }),
+  /** authentication.k8s.io/v1 TokenReview. */
+  tokenReview: S.obj({
+    ...typeMeta,
+    spec: S.obj({ token: S.str, audiences: strList }),
+    status: S.any,
+  }),
   /** policy/v1 Eviction, the body of pods/<name>/eviction. */
   eviction: S.obj({ ...typeMeta, deleteOptions }),
   selfSubjectAccessReview: S.obj({

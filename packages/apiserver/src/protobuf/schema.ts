@@ -49,6 +49,9 @@ const KINDS: Record<string, string> = {
   'v1/ServiceAccount': 'k8s.io.api.core.v1.ServiceAccount',
   'v1/Event': 'k8s.io.api.core.v1.Event',
   'v1/Binding': 'k8s.io.api.core.v1.Binding',
+  'v1/Service': 'k8s.io.api.core.v1.Service',
+  'v1/Endpoints': 'k8s.io.api.core.v1.Endpoints',
+  'discovery.k8s.io/v1/EndpointSlice': 'k8s.io.api.discovery.v1.EndpointSlice',
   'apps/v1/Deployment': 'k8s.io.api.apps.v1.Deployment',
   'apps/v1/ReplicaSet': 'k8s.io.api.apps.v1.ReplicaSet',
   'rbac.authorization.k8s.io/v1/Role': 'k8s.io.api.rbac.v1.Role',
@@ -61,6 +64,8 @@ const KINDS: Record<string, string> = {
   'authorization.k8s.io/v1/SelfSubjectAccessReview': 'k8s.io.api.authorization.v1.SelfSubjectAccessReview',
   'authorization.k8s.io/v1/SubjectAccessReview': 'k8s.io.api.authorization.v1.SubjectAccessReview',
   'authorization.k8s.io/v1/SelfSubjectRulesReview': 'k8s.io.api.authorization.v1.SelfSubjectRulesReview',
+  'authentication.k8s.io/v1/TokenRequest': 'k8s.io.api.authentication.v1.TokenRequest',
+  'authentication.k8s.io/v1/TokenReview': 'k8s.io.api.authentication.v1.TokenReview',
 };
 
 /** Every apiVersion/kind the decoder accepts (DeleteOptions aside), for tests and messages. */

@@ -59,6 +59,7 @@ const SPECIAL: Record<string, (m: Decoded, path: string) => Json> = {
     throw new ProtobufRefusal(`an IntOrString of type ${type} (only 0, int, and 1, string, exist)`, path);
   },
   'k8s.io.api.authorization.v1.ExtraValue': (m) => [...((m.items as string[] | undefined) ?? [])],
+  'k8s.io.api.authentication.v1.ExtraValue': (m) => [...((m.items as string[] | undefined) ?? [])],
 };
 
 /** A pointer (a zero on the wire was set) or a field its JSON writes even when zero. */

@@ -4,6 +4,7 @@ import { backoff, EventRecorder, type KubeClient, resources } from '@kubit/clien
 import type { Logger } from '@kubit/daemon';
 import type { ConfigMap, Pod, PodStatus, Secret } from 'kubernetes-types/core/v1.js';
 import type { EventSink, EventType, ObjectSource, PodStatusSink } from '../pods/sinks.js';
+import type { IssuedToken, TokenIssuer, TokenRequestSpec } from '../pods/tokens.js';
 import type { Tracer } from '../pods/trace.js';
 
 /**
@@ -192,8 +193,32 @@ export class ApiEventSink implements EventSink {
   }
 }
 
-export class ApiObjectSource implements ObjectSource {
+export class ApiObjectSource implements ObjectSource, TokenIssuer {
   constructor(private readonly client: KubeClient) {}
+
+  /** POST serviceaccounts/<name>/token, bound to the pod (the Node authorizer allows it for our pods). */
+  async requestToken(spec: TokenRequestSpec): Promise<IssuedToken> {
+    const res = await this.client.request<{ status?: { token?: string; expirationTimestamp?: string } }>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${encodeURIComponent(spec.namespace)}/serviceaccounts/${encodeURIComponent(spec.serviceAccount)}/token`,
+      body: {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: {
+          audiences: spec.audiences,
+          expirationSeconds: spec.expirationSeconds,
+          boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: spec.pod.name, uid: spec.pod.uid },
+        },
+      },
+    });
+    const token = res.status?.token;
+    if (!token) throw new Error('the apiserver answered the token request without a token');
+    return {
+      token,
+      expiresAt:
+        Date.parse(res.status?.expirationTimestamp ?? '') || Date.now() + spec.expirationSeconds * 1000,
+    };
+  }
 
   async configMap(namespace: string, name: string): Promise<ConfigMap | undefined> {
     try {

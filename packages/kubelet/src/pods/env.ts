@@ -118,37 +118,49 @@ async function valueFrom(
   return undefined;
 }
 
-/** The container's environment in order, as KEY=value pairs for the CRI. */
+/**
+ * The container's environment in order, as KEY=value pairs for the CRI: envFrom,
+ * then env (which may refer to the Service variables), then the Service variables
+ * (service-env.ts) the container did not set itself, as Kubernetes orders them.
+ */
 export async function containerEnv(
   pod: Pod,
   container: Container,
   objects: ObjectSource,
   net: PodNetworkInfo,
+  serviceVars: ReadonlyMap<string, string> = new Map(),
 ): Promise<{ key: string; value: string }[]> {
   const ns = pod.metadata?.namespace ?? 'default';
-  const vars = new Map<string, string>();
+  const own = new Map<string, string>();
+  // $(VAR) sees the container's own variables first, then the Services'.
+  const scope = new Map(serviceVars);
+  const set = (k: string, v: string) => {
+    own.set(k, v);
+    scope.set(k, v);
+  };
   for (const src of container.envFrom ?? []) {
     const prefix = src.prefix ?? '';
     if (src.configMapRef) {
       const cm = await objects.configMap(ns, src.configMapRef.name ?? '');
       if (!cm && !src.configMapRef.optional)
         throw new ContainerConfigError(`configmap "${src.configMapRef.name}" not found`);
-      for (const [k, v] of Object.entries(cm?.data ?? {})) vars.set(prefix + k, v);
+      for (const [k, v] of Object.entries(cm?.data ?? {})) set(prefix + k, v);
     }
     if (src.secretRef) {
       const s = await objects.secret(ns, src.secretRef.name ?? '');
       if (!s && !src.secretRef.optional)
         throw new ContainerConfigError(`secret "${src.secretRef.name}" not found`);
-      for (const k of Object.keys(s?.data ?? {})) vars.set(prefix + k, decodeSecret(s?.data, k) ?? '');
+      for (const k of Object.keys(s?.data ?? {})) set(prefix + k, decodeSecret(s?.data, k) ?? '');
     }
   }
   for (const env of container.env ?? []) {
     if (env.valueFrom) {
       const v = await valueFrom(env, pod, container, objects, net);
-      if (v !== undefined) vars.set(env.name, v);
+      if (v !== undefined) set(env.name, v);
     } else {
-      vars.set(env.name, expandReferences(env.value ?? '', vars));
+      set(env.name, expandReferences(env.value ?? '', scope));
     }
   }
-  return [...vars].map(([key, value]) => ({ key, value }));
+  for (const [k, v] of serviceVars) if (!own.has(k)) own.set(k, v);
+  return [...own].map(([key, value]) => ({ key, value }));
 }

@@ -4,8 +4,11 @@
 // event sent, restart counts carried to a new sandbox) and reports status
 // through its host, the pod worker.
 
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { ContainerConfig, ContainerStatus, PodSandboxConfig } from '@kubit/cri';
 import type { Container, Pod } from 'kubernetes-types/core/v1.js';
+import { podDnsConfig, podHostsFile } from './dns.js';
 import { ContainerConfigError, containerEnv } from './env.js';
 import { logFailure } from './failures.js';
 import { ImageSteps } from './image-steps.js';
@@ -15,6 +18,7 @@ import { type Observed, observePod } from './observed.js';
 import type { ContainerAction, PodActions, RunActions, TerminationActions } from './plan.js';
 import { PodEvents } from './pod-events.js';
 import { containerConfig, restartGraceSeconds, sandboxConfig } from './runtime-config.js';
+import { serviceEnv, visibleServices } from './service-env.js';
 import type { Waiting } from './status.js';
 import { nowNs, SyncChanges } from './sync-changes.js';
 import type { TraceStep } from './trace.js';
@@ -46,6 +50,8 @@ export class PodExecutor {
   readonly respecified = new Set<string>();
   /** The pod's IP (its sandbox's, or the node's for hostNetwork), once it has a sandbox. */
   podIP = '';
+  /** The pod's managed /etc/hosts, once written. */
+  private etcHostsPath: string | undefined;
   readonly events: PodEvents;
   private readonly volumes: MountedVolumes;
   private readonly images: ImageSteps;
@@ -80,7 +86,26 @@ export class PodExecutor {
   }
 
   private sandboxConfig(attempt: number): PodSandboxConfig {
-    return sandboxConfig(this.pod, this.ref, this.ctx.podLogsDir, attempt);
+    const dns = this.ctx.dns ? podDnsConfig(this.pod, this.ctx.dns) : undefined;
+    for (const warning of dns?.warnings ?? [])
+      this.events.once('dns', 'Warning', 'DNSConfigForming', warning);
+    return sandboxConfig(this.pod, this.ref, this.ctx.podLogsDir, attempt, dns?.config);
+  }
+
+  /** The hosts file last written, so an unchanged one is not written again each sync. */
+  private hostsWritten = '';
+
+  /** Writes the pod's managed /etc/hosts (dns.ts) once its IP is known; returns its path. */
+  private async writeHostsFile(): Promise<string | undefined> {
+    if (!this.ctx.dns || this.pod.spec?.hostNetwork) return undefined;
+    const path = join(this.ctx.volumes.podDir(this.ref.uid), 'etc-hosts');
+    const content = podHostsFile(this.pod, this.podIP, this.ctx.dns.clusterDomain);
+    if (content !== this.hostsWritten) {
+      await mkdir(join(path, '..'), { recursive: true });
+      await writeFile(path, content);
+      this.hostsWritten = content;
+    }
+    return path;
   }
 
   /** Reports what runs now and syncs again in a while (something the pod needs is not there yet). */
@@ -164,6 +189,7 @@ export class PodExecutor {
     // A run plan has a ready sandbox or creates one; this only guards against a planner bug.
     if (!sandbox) throw new Error('no sandbox to run the containers in');
     this.podIP = sandbox.network.ip || (this.pod.spec?.hostNetwork ? this.ctx.hostIP : '');
+    this.etcHostsPath = await this.writeHostsFile();
     for (const id of plan.sandboxesToRemove) {
       await runtime.stopPodSandbox(id).catch(this.failed(`StopPodSandbox ${id} (stale)`));
       await runtime.removePodSandbox(id).catch(this.failed(`RemovePodSandbox ${id} (stale)`));
@@ -279,10 +305,14 @@ export class PodExecutor {
     volumePaths: Map<string, string>,
     isInit: boolean,
   ): Promise<ContainerConfig> {
-    const env = await containerEnv(this.pod, c, this.ctx.objects, {
-      podIP: this.podIP,
-      hostIP: this.ctx.hostIP,
-    });
+    const services = this.ctx.services ? serviceEnv(visibleServices(this.pod, this.ctx.services)) : undefined;
+    const env = await containerEnv(
+      this.pod,
+      c,
+      this.ctx.objects,
+      { podIP: this.podIP, hostIP: this.ctx.hostIP },
+      services,
+    );
     return containerConfig({
       pod: this.pod,
       ref: this.ref,
@@ -291,6 +321,7 @@ export class PodExecutor {
       restartCount,
       volumePaths,
       isInit,
+      etcHostsPath: this.etcHostsPath,
     });
   }
 

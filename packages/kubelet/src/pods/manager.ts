@@ -5,11 +5,14 @@ import type { ContainerRuntime } from '@kubit/cri';
 import { createLogger, type Logger } from '@kubit/daemon';
 import type { Pod } from 'kubernetes-types/core/v1.js';
 import { Backoff, type BackoffConfig, DEFAULT_BACKOFF } from './backoff.js';
+import type { NodeDnsSettings } from './dns.js';
 import { logFailure } from './failures.js';
 import { MANAGED_LABEL, POD_UID_LABEL } from './labels.js';
 import { runtimeSignature } from './observed.js';
 import { podRequests } from './resources.js';
+import type { ServiceSource } from './service-env.js';
 import type { EventSink, ObjectSource, PodStatusSink } from './sinks.js';
+import { type TokenIssuer, TokenManager } from './tokens.js';
 import type { Tracer } from './trace.js';
 import { VolumeManager } from './volumes.js';
 import { PodWorker } from './worker.js';
@@ -39,6 +42,12 @@ export interface PodManagerOptions {
   resyncIntervalMs?: number;
   /** Notes start-up steps (see trace.ts). */
   trace?: Tracer;
+  /** Pods' resolv.conf and /etc/hosts (see WorkerContext). */
+  dns?: NodeDnsSettings;
+  /** Services for pods' environment variables (see WorkerContext). */
+  services?: ServiceSource;
+  /** ServiceAccount tokens for projected volumes (the kube-api-access volume). */
+  tokenIssuer?: TokenIssuer;
 }
 
 const isTerminalPhase = (p: Pod) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
@@ -55,7 +64,12 @@ export class PodManager {
     this.ctx = {
       runtime: opts.runtime,
       runtimeName: 'containerd',
-      volumes: new VolumeManager(opts.rootDir, opts.objects, log),
+      volumes: new VolumeManager(
+        opts.rootDir,
+        opts.objects,
+        log,
+        opts.tokenIssuer ? new TokenManager(opts.tokenIssuer) : undefined,
+      ),
       objects: opts.objects,
       statusSink: opts.statusSink,
       events: opts.events,
@@ -68,6 +82,8 @@ export class PodManager {
       networkNotReady: opts.networkNotReady,
       pulls: new Map(),
       trace: opts.trace,
+      dns: opts.dns,
+      services: opts.services,
     };
   }
 

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { ContainerConfig, Mount, NamespaceOption, PodSandboxConfig } from '@kubit/cri';
 import type { Container, Pod } from 'kubernetes-types/core/v1.js';
+import type { ResolvConf } from './dns.js';
 import { ContainerConfigError, expandReferences } from './env.js';
 import {
   CONTAINER_HASH_ANNOTATION,
@@ -51,7 +52,14 @@ function namespaceOptions(pod: Pod): NamespaceOption {
   };
 }
 
-export function sandboxConfig(pod: Pod, ref: PodRef, podLogsDir: string, attempt: number): PodSandboxConfig {
+/** The sandbox config; `dns` is the pod's resolv.conf (dns.ts), written by the runtime. */
+export function sandboxConfig(
+  pod: Pod,
+  ref: PodRef,
+  podLogsDir: string,
+  attempt: number,
+  dns?: ResolvConf,
+): PodSandboxConfig {
   const spec = pod.spec ?? { containers: [] };
   const labels: Record<string, string> = { ...(pod.metadata?.labels ?? {}), ...podLabels(ref) };
   const portMappings = (spec.containers ?? []).flatMap((c) =>
@@ -69,6 +77,7 @@ export function sandboxConfig(pod: Pod, ref: PodRef, podLogsDir: string, attempt
     hostname: (spec.hostname ?? ref.name).slice(0, 63),
     logDirectory: podLogDirectory(podLogsDir, ref),
     portMappings,
+    ...(dns ? { dnsConfig: dns } : {}),
     labels,
     annotations: { ...(pod.metadata?.annotations ?? {}) },
     linux: {
@@ -92,11 +101,13 @@ export interface ContainerConfigInput {
   /** Host path of each of the pod's volumes, by volume name. */
   volumePaths: Map<string, string>;
   isInit: boolean;
+  /** The pod's managed /etc/hosts (dns.ts), mounted unless the container mounts its own. */
+  etcHostsPath?: string;
 }
 
 /** Throws ContainerConfigError when the container mounts a volume the pod does not define. */
 export function containerConfig(input: ContainerConfigInput): ContainerConfig {
-  const { pod, ref, container: c, env, restartCount, volumePaths, isInit } = input;
+  const { pod, ref, container: c, env, restartCount, volumePaths, isInit, etcHostsPath } = input;
   const vars = new Map(env.map((e) => [e.key, e.value]));
   const mounts: Mount[] = [];
   for (const vm of c.volumeMounts ?? []) {
@@ -107,6 +118,9 @@ export function containerConfig(input: ContainerConfigInput): ContainerConfig {
       hostPath: vm.subPath ? join(host, vm.subPath) : host,
       readonly: !!vm.readOnly,
     });
+  }
+  if (etcHostsPath && !pod.spec?.hostNetwork && !mounts.some((m) => m.containerPath === '/etc/hosts')) {
+    mounts.push({ containerPath: '/etc/hosts', hostPath: etcHostsPath, readonly: false });
   }
   const podSc = pod.spec?.securityContext ?? {};
   const sc = c.securityContext ?? {};

@@ -16,11 +16,13 @@ import type {
   KeyToPath,
   Pod,
   SecretProjection,
+  ServiceAccountTokenProjection,
   Volume,
 } from 'kubernetes-types/core/v1.js';
 import { ContainerConfigError, fieldValue, resourceValue } from './env.js';
 import { logFailure } from './failures.js';
 import type { ObjectSource } from './sinks.js';
+import { type TokenManager, tokenRequestFor } from './tokens.js';
 
 const run = promisify(execFile);
 
@@ -144,6 +146,8 @@ export class VolumeManager {
     private readonly rootDir: string,
     private readonly objects: ObjectSource,
     private readonly log: Logger = createLogger({ name: 'kubit-kubelet', level: 'silent' }),
+    /** Tokens for serviceAccountToken projections; without it such a volume cannot be set up. */
+    private readonly tokens?: TokenManager,
   ) {}
 
   podDir(uid: string): string {
@@ -191,6 +195,23 @@ export class VolumeManager {
     for (const [k, b64] of Object.entries(s?.data ?? {})) data.set(k, Buffer.from(b64, 'base64'));
     for (const [k, str] of Object.entries(s?.stringData ?? {})) data.set(k, Buffer.from(str));
     return projectKeys(volume, data, src.items, defaultMode, !!src.optional, 'secret', name);
+  }
+
+  /** A serviceAccountToken projection: the pod's bound token, asked of the apiserver (tokens.ts). */
+  private async tokenFile(
+    pod: Pod,
+    volume: string,
+    src: ServiceAccountTokenProjection,
+    mode: number,
+  ): Promise<Files> {
+    if (!this.tokens) throw new MountError(volume, 'this kubelet cannot request service account tokens');
+    let token: string;
+    try {
+      token = await this.tokens.token(tokenRequestFor(pod, src));
+    } catch (err) {
+      throw new MountError(volume, `failed to fetch token: ${(err as Error).message}`);
+    }
+    return new Map([[safeRelative(volume, src.path), { data: Buffer.from(token), mode }]]);
   }
 
   private async setUpOne(pod: Pod, uid: string, ns: string, v: Volume): Promise<string> {
@@ -258,10 +279,12 @@ export class VolumeManager {
         if (src.configMap) part = await this.configMapFiles(v.name, ns, src.configMap, mode);
         else if (src.secret) part = await this.secretFiles(v.name, ns, src.secret, mode);
         else if (src.downwardAPI) part = downwardFiles(pod, v.name, src.downwardAPI.items ?? [], mode);
+        else if (src.serviceAccountToken)
+          part = await this.tokenFile(pod, v.name, src.serviceAccountToken, mode);
         else
           throw new MountError(
             v.name,
-            'unsupported projected source (Kubit projects configMap, secret and downwardAPI)',
+            'unsupported projected source (Kubit projects configMap, secret, downwardAPI and serviceAccountToken)',
           );
         for (const [path, f] of part) files.set(path, f);
       }
@@ -277,6 +300,7 @@ export class VolumeManager {
 
   /** Unmounts tmpfs volumes and removes the pod's directory. */
   async tearDown(uid: string): Promise<void> {
+    this.tokens?.forgetPod(uid);
     const dir = this.podDir(uid);
     if (!existsSync(dir)) return;
     const mounts = readFileSync('/proc/self/mountinfo', 'utf8')

@@ -3,6 +3,8 @@
 import type { ContainerRuntime } from '@kubit/cri';
 import type { Logger } from '@kubit/daemon';
 import type { Backoff } from './backoff.js';
+import type { NodeDnsSettings } from './dns.js';
+import type { ServiceSource } from './service-env.js';
 import type { EventSink, ObjectSource, PodStatusSink } from './sinks.js';
 import type { Tracer } from './trace.js';
 import type { VolumeManager } from './volumes.js';
@@ -26,6 +28,10 @@ export interface WorkerContext {
   networkNotReady?: () => string | undefined;
   /** Pulls under way, by image: pods starting together share one PullImage. */
   pulls: Map<string, Promise<void>>;
+  /** --cluster-dns, --cluster-domain and the node's resolv.conf; absent: the runtime's default resolv.conf. */
+  dns?: NodeDnsSettings;
+  /** The Services pods see as environment variables; absent: none. */
+  services?: ServiceSource;
   /** Notes start-up steps (see trace.ts); absent when not measuring. */
   trace?: Tracer;
 }
