@@ -99,6 +99,7 @@ export function internalIP(node: Node): string | undefined {
 export class Registration {
   private address: string | undefined;
   private warnedClusterIP = false;
+  private warnedLoopback = false;
 
   constructor(
     private readonly client: KubeClient,
@@ -113,6 +114,18 @@ export class Registration {
     await this.ensureService();
     const address = await this.resolveAddress();
     if (!address) return;
+    if (address.startsWith('127.')) {
+      // EndpointSlice validation refuses loopback addresses (as Kubernetes'), so no proxy could reach us there.
+      if (!this.warnedLoopback) {
+        this.warnedLoopback = true;
+        this.log.error(
+          { address, node: this.o.nodeName },
+          'the advertise address is a loopback address, which an EndpointSlice may not hold: ' +
+            'set --advertise-address to an address proxies can reach; not registering in kube-dns',
+        );
+      }
+      return;
+    }
     await this.putSlice(kubeDnsSlice({ ...this.o, address, ready: true }));
   }
 

@@ -5,7 +5,7 @@
 // upstream dnsmasq and SERVFAIL without it; changes answered within a second;
 // the kube-dns Service and each instance's slice; kill -9 and restart.
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { EndpointSlice, Node, Service } from '@kubit/api';
@@ -26,6 +26,10 @@ import { dataOf, dig, firstData, startDnsmasq, udpQuery } from './dig.js';
 type Obj = { metadata?: { name?: string; namespace?: string; resourceVersion?: string } };
 
 const DNS_TOKEN = 'kubit-dns-test-token';
+// The Nodes' InternalIPs, only ever written into slices (an EndpointSlice refuses loopback
+// addresses); no traffic goes to them: every query goes to 127.0.0.1.
+const NODE_1_IP = '192.0.2.11';
+const NODE_2_IP = '192.0.2.12';
 
 function httpGet(url: string): Promise<{ status: number; body: string }> {
   return new Promise((res, rej) => {
@@ -148,7 +152,7 @@ describe('kubit-dns against the apiserver, asked with dig', { timeout: 240_000 }
       'outside.test': '198.51.100.7',
       'www.example.com': '192.0.2.53',
     });
-    await createNode('dns-node-1', '127.0.0.1');
+    await createNode('dns-node-1', NODE_1_IP);
     one = await startDns('dns-node-1');
   });
 
@@ -162,6 +166,8 @@ describe('kubit-dns against the apiserver, asked with dig', { timeout: 240_000 }
       }
     }
     await stopAllProcesses();
+    // KEEP_DNS_LOGS=<dir>: keep the daemons' logs for a look after the run.
+    if (process.env.KEEP_DNS_LOGS) cpSync(cp.logDir, process.env.KEEP_DNS_LOGS, { recursive: true });
     await cp?.stop();
   });
 
@@ -191,7 +197,7 @@ describe('kubit-dns against the apiserver, asked with dig', { timeout: 240_000 }
     );
     assert.deepEqual(
       slice.endpoints.map((e) => [e.addresses[0], e.nodeName, e.conditions?.ready]),
-      [['127.0.0.1', 'dns-node-1', true]],
+      [[NODE_1_IP, 'dns-node-1', true]],
     );
     assert.deepEqual(
       slice.ports?.map((p) => `${p.name} ${p.port}/${p.protocol}`),
@@ -434,7 +440,7 @@ describe('kubit-dns against the apiserver, asked with dig', { timeout: 240_000 }
   });
 
   it('a second instance adds its own slice; SIGTERM takes it away and leaves the other', async () => {
-    await createNode('dns-node-2', '127.0.0.1');
+    await createNode('dns-node-2', NODE_2_IP);
     const two = await startDns('dns-node-2');
     const names = async () =>
       (
