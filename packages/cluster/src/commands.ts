@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { freshBundle } from '@kubit/daemon';
 import { apiserverArgs, controllerManagerArgs, schedulerArgs } from '@kubit/daemon/daemon-args';
 import { type ClusterPorts, type ClusterSettings, clusterPorts, readSettings } from './config.js';
-import { type ClusterLayout, clusterLayout, type NodeLayout } from './layout.js';
+import { CLUSTER_DNS_IP, CLUSTER_DOMAIN, hostNetwork, SERVICE_CIDR } from './host-network.js';
+import { type ClusterLayout, clusterLayout, dnsNodes, type NodeLayout } from './layout.js';
 
 export interface Command {
   /** The process's name: its log is logs/<name>.log and its PID file run/<name>.pid. */
@@ -114,7 +115,12 @@ export function apiserverCommand(layout: ClusterLayout, ports: ClusterPorts, run
     args: [
       ...d.args,
       ...apiserverArgs({
-        bindAddress: NODE_IP,
+        // Every address: pods reach it through the `kubernetes` Service at the host bridge's.
+        bindAddress: '0.0.0.0',
+        advertiseAddress: hostNetwork(layout).address,
+        serviceClusterIpRange: SERVICE_CIDR,
+        serviceAccountSigningKeyFile: join(layout.pkiDir, 'sa.key'),
+        serviceAccountKeyFiles: [join(layout.pkiDir, 'sa.pub')],
         securePort: ports.apiserver,
         tlsCertFile: serving.cert,
         tlsPrivateKeyFile: serving.key,
@@ -166,6 +172,8 @@ export function controllerManagerCommand(
         securePort: ports.controllerManager,
         clusterCidr: settings.clusterCidr,
       }),
+      `--root-ca-file=${ca(layout)}`,
+      `--load-balancer-ip-range=${hostNetwork(layout).loadBalancerRange}`,
     ],
   };
 }
@@ -200,8 +208,67 @@ export function kubeletCommand(
       `--cni-conf-template=${join(runner.repoRoot, 'deploy', 'containerd', '10-kubit.conflist.tmpl')}`,
       `--cni-bridge-name=${node.bridge}`,
       `--cni-network-name=${node.networkName}`,
+      `--cluster-dns=${CLUSTER_DNS_IP}`,
+      `--cluster-domain=${CLUSTER_DOMAIN}`,
     ],
   };
+}
+
+/**
+ * kubit-proxy: one for the host's network namespace, which every node of a
+ * one-machine cluster shares (two would program the same kernel twice). It
+ * speaks for the first node, whose pods are the "local" endpoints.
+ */
+export function proxyCommand(
+  layout: ClusterLayout,
+  ports: ClusterPorts,
+  settings: ClusterSettings,
+  runner: DaemonRunner,
+): Command {
+  const d = daemon(runner, 'proxy');
+  return {
+    name: 'kubit-proxy',
+    command: d.command,
+    args: [
+      ...d.args,
+      `--kubeconfig=${layout.proxyKubeconfig}`,
+      `--hostname-override=${layout.nodes[0].name}`,
+      `--cluster-cidr=${settings.clusterCidr}`,
+      `--healthz-bind-address=${NODE_IP}:${ports.proxy.healthz}`,
+      `--metrics-bind-address=${NODE_IP}:${ports.proxy.metrics}`,
+    ],
+  };
+}
+
+/** The `--cleanup` run of kubit-proxy that `down` makes: its nft table goes. */
+export function proxyCleanupCommand(runner: DaemonRunner): Command {
+  const d = daemon(runner, 'proxy');
+  return { name: 'kubit-proxy-cleanup', command: d.command, args: [...d.args, '--cleanup'] };
+}
+
+/** kubit-dns on the first two nodes, each on its own port of the host bridge's address. */
+export function dnsCommands(layout: ClusterLayout, ports: ClusterPorts, runner: DaemonRunner): Command[] {
+  const host = hostNetwork(layout).address;
+  return dnsNodes(layout).map((node, i) => {
+    const d = daemon(runner, 'dns');
+    const p = ports.dns[i];
+    return {
+      name: `kubit-dns-${node.name}`,
+      command: d.command,
+      args: [
+        ...d.args,
+        `--kubeconfig=${layout.dnsKubeconfig}`,
+        `--hostname-override=${node.name}`,
+        `--bind-address=${host}`,
+        `--port=${p.dns}`,
+        `--health-port=${p.health}`,
+        `--metrics-port=${p.metrics}`,
+        `--advertise-address=${host}`,
+        `--cluster-dns-ip=${CLUSTER_DNS_IP}`,
+        `--cluster-domain=${CLUSTER_DOMAIN}`,
+      ],
+    };
+  });
 }
 
 export function containerdCommand(node: NodeLayout): Command {
@@ -271,5 +338,7 @@ export function clusterCommands(
     schedulerCommand(layout, ports, runner),
     controllerManagerCommand(layout, ports, settings, runner),
     ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
+    proxyCommand(layout, ports, settings, runner),
+    ...dnsCommands(layout, ports, runner),
   ];
 }

@@ -27,6 +27,10 @@ export interface ClusterPorts {
   scheduler: number;
   registry: number;
   kubelets: number[];
+  /** kubit-proxy's /healthz and /metrics (kube-proxy's 10256 and 10249). */
+  proxy: { healthz: number; metrics: number };
+  /** Each kubit-dns instance's DNS, health and metrics ports (one per DNS node, see dnsNodes). */
+  dns: { dns: number; health: number; metrics: number }[];
 }
 
 export function clusterPorts(settings: ClusterSettings, storeMembers: number): ClusterPorts {
@@ -43,6 +47,12 @@ export function clusterPorts(settings: ClusterSettings, storeMembers: number): C
     registry: o + 5000,
     // Past the scheduler's and controller manager's ports so 50 nodes never collide with them.
     kubelets: Array.from({ length: settings.nodes }, (_, i) => o + 10300 + i),
+    proxy: { healthz: o + 10256, metrics: o + 10249 },
+    dns: Array.from({ length: Math.min(settings.nodes, 2) }, (_, i) => ({
+      dns: o + 10053 + i,
+      health: o + 10060 + i,
+      metrics: o + 9153 + i,
+    })),
   };
 }
 
@@ -54,6 +64,9 @@ export function allPorts(ports: ClusterPorts): number[] {
     ports.scheduler,
     ports.registry,
     ...ports.kubelets,
+    ports.proxy.healthz,
+    ports.proxy.metrics,
+    ...ports.dns.flatMap((d) => [d.dns, d.health, d.metrics]),
   ];
 }
 

@@ -2,7 +2,9 @@
 // order of start: kubelets and controllers first (so nothing recreates pods
 // while they are torn down), then each node's pods and containerd, then the
 // apiserver and the store. `--purge` also removes the state.
+import { execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { killStrayShims, removeAllSandboxes, removeCniNetwork, unmountUnder } from '@kubit/cri/node-teardown';
 import {
   apiserverCommand,
@@ -11,14 +13,20 @@ import {
   containerdCommand,
   controllerManagerCommand,
   type DaemonRunner,
+  dnsCommands,
   kubeletCommand,
+  proxyCleanupCommand,
+  proxyCommand,
   readCluster,
   registryCommand,
   schedulerCommand,
   storeCommands,
 } from './commands.js';
+import { hostNetwork, removeHostNetwork } from './host-network.js';
 import { clusterLayout } from './layout.js';
 import { runningPid, stopByPidFile } from './supervisor.js';
+
+const run = promisify(execFile);
 
 export interface DownOptions {
   stateDir: string;
@@ -48,7 +56,17 @@ export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
     ...layout.nodes.map((n) => stop(kubeletCommand(layout, n, ports, runner))),
     stop(schedulerCommand(layout, ports, runner)),
     stop(controllerManagerCommand(layout, ports, settings, runner)),
+    stop(proxyCommand(layout, ports, settings, runner)),
+    ...dnsCommands(layout, ports, runner).map((c) => stop(c)),
   ]);
+  // kubit-proxy leaves its rules in the kernel when it stops (a restart takes them over); down removes them.
+  const cleanup = proxyCleanupCommand(runner);
+  await run(cleanup.command, cleanup.args, { timeout: 30_000 }).catch((err: Error) =>
+    opts.say(`kubit-proxy --cleanup failed: ${err.message}`),
+  );
+  if (await removeHostNetwork(hostNetwork(layout)).catch(() => false)) {
+    opts.say(`removed the host bridge ${layout.hostBridge}`);
+  }
   await Promise.all(
     layout.nodes.map(async (node) => {
       const cmd = containerdCommand(node);

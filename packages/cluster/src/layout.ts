@@ -47,6 +47,14 @@ export interface ClusterLayout {
   adminKubeconfig: string;
   schedulerKubeconfig: string;
   controllerManagerKubeconfig: string;
+  proxyKubeconfig: string;
+  dnsKubeconfig: string;
+  /**
+   * The host-local bridge of a one-machine cluster: its address stands for "the
+   * host" to pods (the apiserver's and cluster DNS's endpoints, node ports) and
+   * its subnet holds the LoadBalancer address pool. At most 15 characters.
+   */
+  hostBridge: string;
   store: StoreMemberLayout[];
   nodes: NodeLayout[];
   logFile(process: string): string;
@@ -88,6 +96,9 @@ export function clusterLayout(stateDir: string, nodeCount: number): ClusterLayou
     adminKubeconfig: join(dir, 'kubeconfig'),
     schedulerKubeconfig: join(dir, 'kubeconfigs', 'scheduler.kubeconfig'),
     controllerManagerKubeconfig: join(dir, 'kubeconfigs', 'controller-manager.kubeconfig'),
+    proxyKubeconfig: join(dir, 'kubeconfigs', 'kube-proxy.kubeconfig'),
+    dnsKubeconfig: join(dir, 'kubeconfigs', 'kubit-dns.kubeconfig'),
+    hostBridge: `kbt${id}h`,
     store,
     nodes,
     logFile: (name) => join(logsDir, `${name}.log`),
@@ -123,6 +134,7 @@ export function processNames(layout: ClusterLayout): {
   containerd: string[];
   controlPlane: string[];
   kubelets: string[];
+  addons: string[];
 } {
   return {
     store: layout.store.map((m) => `kubit-${m.name}`),
@@ -130,5 +142,11 @@ export function processNames(layout: ClusterLayout): {
     containerd: layout.nodes.map((n) => `containerd-${n.name}`),
     controlPlane: ['kubit-apiserver', 'kubit-scheduler', 'kubit-controller-manager'],
     kubelets: layout.nodes.map((n) => `kubit-kubelet-${n.name}`),
+    addons: ['kubit-proxy', ...dnsNodes(layout).map((n) => `kubit-dns-${n.name}`)],
   };
+}
+
+/** Cluster DNS runs on the first two nodes: two endpoints, so one node's loss leaves names resolving. */
+export function dnsNodes(layout: ClusterLayout): NodeLayout[] {
+  return layout.nodes.slice(0, 2);
 }

@@ -1,6 +1,6 @@
 // The cluster's certificates (made by scripts/pki, which keeps what exists) and
 // the kubeconfig of every client: the admin, the scheduler, the controller
-// manager and each kubelet.
+// manager, kubit-proxy, kubit-dns and each kubelet.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -22,9 +22,15 @@ export function requiredPkiFiles(layout: ClusterLayout): string[] {
     'admin',
     'scheduler',
     'controller-manager',
+    'kube-proxy',
+    'kubit-dns',
     ...layout.nodes.flatMap((n) => [`kubelet-${n.name}`, `kubelet-${n.name}-server`]),
   ];
-  return names.flatMap((n) => [join(layout.pkiDir, `${n}.crt`), join(layout.pkiDir, `${n}.key`)]);
+  return [
+    ...names.flatMap((n) => [join(layout.pkiDir, `${n}.crt`), join(layout.pkiDir, `${n}.key`)]),
+    join(layout.pkiDir, 'sa.key'),
+    join(layout.pkiDir, 'sa.pub'),
+  ];
 }
 
 /** Runs scripts/pki when any certificate is missing (e.g. the first up, or a new node). */
@@ -49,6 +55,8 @@ export async function writeKubeconfigs(layout: ClusterLayout, apiserverUrl: stri
     [layout.adminKubeconfig, 'admin', 'admin'],
     [layout.schedulerKubeconfig, 'scheduler', 'system:kube-scheduler'],
     [layout.controllerManagerKubeconfig, 'controller-manager', 'system:kube-controller-manager'],
+    [layout.proxyKubeconfig, 'kube-proxy', 'system:kube-proxy'],
+    [layout.dnsKubeconfig, 'kubit-dns', 'system:kubit-dns'],
     ...layout.nodes.map((n): [string, string, string] => [
       n.kubeconfig,
       `kubelet-${n.name}`,

@@ -14,8 +14,10 @@ import {
   controllerManagerCommand,
   type DaemonRunner,
   daemonEnv,
+  dnsCommands,
   kubeletCommand,
   NODE_IP,
+  proxyCommand,
   REGISTRY_BIN,
   registryCommand,
   registryConfigText,
@@ -23,6 +25,7 @@ import {
   storeCommands,
 } from './commands.js';
 import { type ClusterSettings, clusterPorts, mergeSettings, readSettings, writeSettings } from './config.js';
+import { ensureHostNetwork, hostNetwork } from './host-network.js';
 import { type ClusterLayout, clusterLayout } from './layout.js';
 import { writeContainerdConfig } from './node-runtime.js';
 import { ensurePki, writeKubeconfigs } from './pki.js';
@@ -143,6 +146,7 @@ export async function up(opts: UpOptions): Promise<UpResult> {
   await writeFile(layout.registryConfig, registryConfigText(layout, ports));
   const mirror = `${NODE_IP}:${ports.registry}`;
   for (const node of layout.nodes) await writeContainerdConfig(node, repoRoot, mirror);
+  await ensureHostNetwork(hostNetwork(layout));
   phase('pki, kubeconfigs, configs');
 
   const runner = opts.runner;
@@ -153,6 +157,8 @@ export async function up(opts: UpOptions): Promise<UpResult> {
     schedulerCommand(layout, ports, runner),
     controllerManagerCommand(layout, ports, settings, runner),
     ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
+    proxyCommand(layout, ports, settings, runner),
+    ...dnsCommands(layout, ports, runner),
   ];
   // Everything starts at once: loading a Node daemon takes longer than a store
   // election, so overlapping them is most of the speed. The critical path is

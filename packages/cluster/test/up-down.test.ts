@@ -11,7 +11,7 @@
 // process by PID.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -73,6 +73,8 @@ async function freeOffset(): Promise<number> {
     const offset = 20000 + 100 * Math.floor(Math.random() * 100);
     const ports = [
       2379, 2380, 2381, 2389, 2390, 2391, 2399, 2400, 2401, 5000, 6443, 10257, 10259, 10300, 10301,
+      // kubit-proxy's health and metrics, kubit-dns's DNS, health and metrics ports.
+      10256, 10249, 10053, 10054, 10060, 10061, 9153, 9154,
     ];
     const free = await Promise.all(ports.map((p) => portFree(p + offset)));
     if (free.every(Boolean)) return offset;
@@ -85,6 +87,68 @@ async function freeClusterCidr(): Promise<string> {
   const { stdout } = await run('ip', ['-4', 'route']);
   for (let x = 240; x < 256; x++) if (!stdout.includes(`10.${x}.`)) return `10.${x}.0.0/16`;
   throw new Error('no free 10.x.0.0/16 for the test cluster');
+}
+
+const WEB_DEPLOYMENT = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:latest
+        ports:
+        - containerPort: 80
+        readinessProbe:
+          httpGet:
+            path: /
+            port: 80
+          periodSeconds: 1
+`;
+
+const CLIENT_POD = `apiVersion: v1
+kind: Pod
+metadata:
+  name: svc-client
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: client
+    image: busybox:latest
+    command: ["sleep", "3600"]
+`;
+
+/** A pod that runs the host's kubectl (a static binary) as its ServiceAccount, with in-cluster config. */
+function inClusterKubectlPod(binary: string): string {
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: incluster
+spec:
+  serviceAccountName: lister
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: kubectl
+    image: busybox:latest
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - name: kubectl
+      mountPath: /kubectl
+  volumes:
+  - name: kubectl
+    hostPath:
+      path: ${binary}
+      type: File
+`;
 }
 
 /** `busybox sleep` pods for the resilience run, one per name. */
@@ -244,6 +308,201 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
   });
 
   step(
+    'Services: a Deployment behind a ClusterIP Service by name through cluster DNS, NodePort, LoadBalancer, scale to 0',
+    async (t) => {
+      await kubectl(['apply', '-f', '-'], WEB_DEPLOYMENT);
+      await kubectl(['expose', 'deployment', 'web', '--port=80']);
+      await kubectl(['apply', '-f', '-'], CLIENT_POD);
+      const readyEndpoints = async () =>
+        (
+          await kubectl([
+            'get',
+            'endpointslices',
+            '-l',
+            'kubernetes.io/service-name=web',
+            '-o',
+            'jsonpath={range .items[*].endpoints[?(@.conditions.ready==true)]}{.addresses[0]}{"\\n"}{end}',
+          ])
+        )
+          .split('\n')
+          .filter(Boolean);
+      await waitFor(
+        '3 ready endpoints of web',
+        async () => ((await readyEndpoints()).length === 3 ? true : undefined),
+        180_000,
+      );
+      await waitFor(
+        'the client pod to run',
+        async () =>
+          (await kubectl(['get', 'pod', 'svc-client', '-o', 'jsonpath={.status.phase}'])) === 'Running'
+            ? true
+            : undefined,
+        120_000,
+      );
+      const clusterIP = (await kubectl(['get', 'svc', 'web', '-o', 'jsonpath={.spec.clusterIP}'])).trim();
+      assert.match(clusterIP, /^10\.(9[6-9]|10[0-9]|11[01])\./, 'a cluster IP from 10.96.0.0/12');
+      const inClient = (script: string) => kubectl(['exec', 'svc-client', '--', 'sh', '-c', script]);
+      for (const url of ['http://web', 'http://web.default.svc.cluster.local', `http://${clusterIP}`]) {
+        const page = await waitFor(
+          `${url} from the client pod`,
+          async () => inClient(`wget -qO- -T 5 ${url}`),
+          60_000,
+        );
+        assert.match(page, /Welcome to nginx/, url);
+      }
+      // 300 requests: every endpoint answers some (each pod's access log says so), none fails.
+      const failures = await inClient(
+        'n=0; for i in $(seq 300); do wget -qO- -T 5 http://web >/dev/null || n=$((n+1)); done; echo $n',
+      );
+      assert.equal(failures.trim(), '0', 'failed requests of 300');
+      const pods = (
+        await kubectl(['get', 'pods', '-l', 'app=web', '-o', 'jsonpath={.items[*].metadata.name}'])
+      )
+        .trim()
+        .split(' ');
+      for (const pod of pods) {
+        const log = await kubectl(['logs', pod]);
+        assert.match(log, /"GET \/ HTTP\/1\.1" 200/, `${pod} answered some of the requests`);
+      }
+      // Cluster DNS from the host, through the kube-dns Service's cluster IP.
+      const dig = await run('dig', ['@10.96.0.10', '+short', '+time=3', 'web.default.svc.cluster.local']);
+      assert.equal(dig.stdout.trim(), clusterIP);
+      // The host's address on its bridge: the `kubernetes` Service's endpoint.
+      const hostIP = (
+        await kubectl(['get', 'endpoints', 'kubernetes', '-o', 'jsonpath={.subsets[0].addresses[0].ip}'])
+      ).trim();
+      await kubectl(['expose', 'deployment', 'web', '--name=web-np', '--type=NodePort', '--port=80']);
+      const nodePort = (
+        await kubectl(['get', 'svc', 'web-np', '-o', 'jsonpath={.spec.ports[0].nodePort}'])
+      ).trim();
+      const np = await waitFor(
+        `NodePort ${hostIP}:${nodePort}`,
+        async () => httpGet(`http://${hostIP}:${nodePort}/`),
+        30_000,
+      );
+      assert.equal(np.status, 200);
+      await kubectl([
+        'expose',
+        'deployment',
+        'web',
+        '--name=web-lb',
+        '--type=LoadBalancer',
+        '--port=8080',
+        '--target-port=80',
+      ]);
+      const lbIP = await waitFor(
+        'a LoadBalancer address',
+        async () =>
+          (
+            await kubectl(['get', 'svc', 'web-lb', '-o', 'jsonpath={.status.loadBalancer.ingress[0].ip}'])
+          ).trim() || undefined,
+        30_000,
+      );
+      const lb = await waitFor(
+        `LoadBalancer ${lbIP}:8080`,
+        async () => httpGet(`http://${lbIP}:8080/`),
+        30_000,
+      );
+      assert.equal(lb.status, 200);
+      t.diagnostic(`web ${clusterIP}, NodePort ${hostIP}:${nodePort}, LoadBalancer ${lbIP}:8080`);
+      await kubectl(['scale', 'deployment', 'web', '--replicas=0']);
+      await waitFor(
+        'no ready endpoints of web',
+        async () => ((await readyEndpoints()).length === 0 ? true : undefined),
+        120_000,
+      );
+      const refused = await waitFor(
+        'the cluster IP to refuse',
+        async () => {
+          const out = await inClient(`wget -O- -T 5 http://${clusterIP} 2>&1; echo rc=$?`);
+          return /refused/i.test(out) ? out : undefined;
+        },
+        30_000,
+      );
+      assert.match(refused, /rc=[1-9]/);
+      await kubectl(['delete', 'svc', 'web', 'web-np', 'web-lb']);
+      await kubectl(['delete', 'deployment', 'web']);
+    },
+  );
+
+  step(
+    'a pod lists pods through kubernetes.default.svc with its ServiceAccount token, as RBAC allows',
+    async () => {
+      const kubectlBinary = realpathSync('/usr/bin/kubectl');
+      await kubectl(['create', 'serviceaccount', 'lister']);
+      await kubectl(['apply', '-f', '-'], inClusterKubectlPod(kubectlBinary));
+      await waitFor(
+        'the in-cluster kubectl pod to run',
+        async () =>
+          (await kubectl(['get', 'pod', 'incluster', '-o', 'jsonpath={.status.phase}'])) === 'Running'
+            ? true
+            : undefined,
+        120_000,
+      );
+      const inPod = (args: string[]) =>
+        kubectl(['exec', 'incluster', '--', '/kubectl', ...args]).catch((err: Error) => err.message);
+      const denied = await waitFor(
+        'an answer from the apiserver',
+        async () => {
+          const out = await inPod(['get', 'pods']);
+          return /forbidden|NAME/i.test(out) ? out : undefined;
+        },
+        60_000,
+      );
+      assert.match(denied, /User "system:serviceaccount:default:lister" cannot list resource "pods"/);
+      await kubectl(['create', 'role', 'pod-reader', '--verb=get,list', '--resource=pods']);
+      await kubectl([
+        'create',
+        'rolebinding',
+        'lister-reads',
+        '--role=pod-reader',
+        '--serviceaccount=default:lister',
+      ]);
+      const listed = await waitFor(
+        'the pods, listed in the pod',
+        async () => {
+          const out = await inPod(['get', 'pods', '-o', 'name']);
+          return out.includes('pod/incluster') ? out : undefined;
+        },
+        30_000,
+      );
+      assert.match(listed, /pod\/svc-client/);
+      await kubectl(['delete', 'pod', 'svc-client', '--wait=false']);
+      const token = await kubectl([
+        'exec',
+        'incluster',
+        '--',
+        'cat',
+        '/var/run/secrets/kubernetes.io/serviceaccount/token',
+      ]);
+      const apiserver = (
+        await kubectl(['config', 'view', '--minify', '-o', 'jsonpath={.clusters[0].cluster.server}'])
+      ).trim();
+      const asPod = () =>
+        run('kubectl', [
+          '--server',
+          apiserver,
+          '--insecure-skip-tls-verify',
+          '--token',
+          token.trim(),
+          'get',
+          'pods',
+          '-o',
+          'name',
+        ])
+          .then((r) => r.stdout)
+          .catch((err: { stderr?: string }) => err.stderr ?? '');
+      assert.match(await asPod(), /pod\/incluster/, 'the token works from outside while its pod lives');
+      await kubectl(['delete', 'pod', 'incluster', '--grace-period=1']);
+      await waitFor(
+        'the token to be refused once its pod is gone',
+        async () => ((await asPod()).includes('Unauthorized') ? true : undefined),
+        60_000,
+      );
+    },
+  );
+
+  step(
     'kill -9 of the store leader, the apiserver, the scheduler and a kubelet while pods are created: each pod runs exactly once',
     async (t) => {
       const names = Array.from({ length: 12 }, (_, i) => `sleeper-${i}`);
@@ -338,7 +597,7 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
     const resume = await launch(['up', '--state-dir', stateDir, '--timeout', '180'], 300_000);
     assert.equal(resume.code, 0, `resume failed:\n${resume.out}`);
     t.diagnostic(resume.out.trim());
-    assert.match(resume.out, /started 11 processes/);
+    assert.match(resume.out, /started 14 processes/);
     const nodeCidr = podCidrs.find(([n]) => n === appNode)?.[1] ?? '';
     const ipAgain = await waitFor(
       'my-application to run again after the resume',
@@ -373,8 +632,8 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
     const pids = readdirSync(runDir).map((f) => Number(readFileSync(join(runDir, f), 'utf8')));
     assert.equal(
       pids.length,
-      11,
-      'store x3, registry, apiserver, scheduler, controller manager, containerd x2, kubelet x2',
+      14,
+      'store x3, registry, apiserver, scheduler, controller manager, containerd x2, kubelet x2, proxy, dns x2',
     );
     // Every process is still alive before the last down (a dead one names itself with its log's end).
     const dead = readdirSync(runDir)
@@ -390,7 +649,7 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
     assert.deepEqual(dead, [], 'processes that died');
     const down = await launch(['down', '--state-dir', stateDir], 120_000);
     assert.equal(down.code, 0, `down failed:\n${down.out}`);
-    assert.match(down.out, /Stopped 11 processes/);
+    assert.match(down.out, /Stopped 14 processes/);
     for (const pid of pids) {
       const cmdline = existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
       assert.ok(!cmdline.includes(stateDir), `process ${pid} (${cmdline.replace(/\0/g, ' ')}) still runs`);

@@ -31,11 +31,12 @@ export const BUSYBOX_IMAGE = 'docker.io/library/busybox:latest';
 export const NGINX_IMAGE = 'docker.io/library/nginx:latest';
 
 // Bump when the way images are built changes, so cached builds are not reused.
-const BUILDER_VERSION = '4';
+const BUILDER_VERSION = '5';
 const BUSYBOX_BIN = '/usr/bin/busybox';
 const NGINX_BIN = '/usr/sbin/nginx';
 /** Debian's wget, in the busybox image: busybox-static's own wget crashes here on names and timeouts. */
 const WGET_BIN = '/usr/bin/wget';
+const DASH_BIN = '/bin/dash';
 const PATH_ENV = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 const NGINX_CONF = `# Kubit's test nginx: one worker, port 80, access log to stdout.
@@ -127,11 +128,15 @@ async function copyWithLibraries(root: string, bin: string): Promise<void> {
 /**
  * busybox, and Debian's wget as /usr/bin/wget (ahead of busybox's applet on PATH),
  * so `wget -qO- http://web` resolves through the pod's resolv.conf as the
- * Kubernetes documentation's busybox does.
+ * Kubernetes documentation's busybox does. /bin/sh is Debian's dash: busybox's own
+ * shell runs its wget applet whatever PATH says.
  */
 async function busyboxWithWgetRootfs(root: string): Promise<void> {
   await busyboxRootfs(root);
   await copyWithLibraries(root, WGET_BIN);
+  await copyWithLibraries(root, DASH_BIN);
+  await rm(join(root, 'bin', 'sh'), { force: true });
+  await symlink('dash', join(root, 'bin', 'sh'));
   await writeFile(join(root, 'etc', 'nsswitch.conf'), 'hosts: files dns\n');
 }
 

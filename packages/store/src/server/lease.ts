@@ -9,10 +9,17 @@ import { header, type ServerContext, toServiceError, unary } from './context.js'
 import type { DuplexCall, ServiceImplementation } from './grpc-server.js';
 import { write } from './kv.js';
 
-/** A fresh positive 63-bit lease ID as a decimal string. */
+/**
+ * A fresh positive lease ID as a decimal string, below 2^53. etcd's IDs use 63
+ * bits, but the responses leave through proto-loader's serializer, which turns an
+ * int64 string into a double when protobufjs cannot load the `long` package (as in
+ * the esbuild bundle): a larger ID came back to the client rounded, and every put
+ * with it was "lease not found".
+ */
 function newLeaseId(): string {
   const b = randomBytes(8);
-  b[0] &= 0x7f;
+  b[0] = 0;
+  b[1] &= 0x1f;
   const id = b.readBigUInt64BE(0);
   return id === 0n ? '1' : id.toString();
 }
