@@ -183,11 +183,11 @@ export function endpointsFor(port: ServicePort, slices: EndpointSlice[]): Planne
       if (!prev || (!prev.ready && e.ready)) byKey.set(key, e);
     }
   }
-  return [...byKey.values()].sort((a, b) => compareIp(a.ip, b.ip) || a.port - b.port);
-}
-
-function compareIp(a: string, b: string): number {
-  return (parseIPv4(a) ?? 0) - (parseIPv4(b) ?? 0);
+  // Sorted by address, then port (each address parsed once, not in every comparison).
+  return [...byKey.values()]
+    .map((e) => ({ e, n: parseIPv4(e.ip) ?? 0 }))
+    .sort((a, b) => a.n - b.n || a.e.port - b.e.port)
+    .map(({ e }) => e);
 }
 
 /** Ready endpoints; when none is ready, the serving ones that are terminating (kube-proxy's fallback). */
