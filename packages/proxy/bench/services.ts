@@ -173,7 +173,7 @@ async function main(): Promise<void> {
           chain,
         ]);
         pollCosts.push(performance.now() - p0);
-        if (stdout.includes(`__${fresh}/8080`)) break;
+        if (stdout.includes(`dnat to ${fresh}:8080`)) break;
         if (performance.now() - t0 > 60_000)
           throw new Error(`the change to ${name} never reached the kernel`);
       }

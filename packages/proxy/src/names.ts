@@ -5,7 +5,7 @@
 // which every Kubernetes namespace, name, port name and IPv4 address fits.
 import { createHash } from 'node:crypto';
 
-/** Longest base name; with the longest prefix ("endpoint-") well inside nft's 256-byte limit. */
+/** Longest base name; with the longest prefix ("affinity-") well inside nft's 256-byte limit. */
 const BASE_MAX = 240;
 
 const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
@@ -56,10 +56,6 @@ export function externalChain(sp: ServicePortId): string {
 
 function endpointBase(sp: ServicePortId, ip: string, port: number): string {
   return `${portBase(sp)}__${ip}/${port}`;
-}
-
-export function endpointChain(sp: ServicePortId, ip: string, port: number): string {
-  return `endpoint-${hashAndTruncate(endpointBase(sp, ip, port))}`;
 }
 
 /** The ClientIP affinity set of one endpoint: client addresses recently sent to it. */

@@ -2,28 +2,24 @@
 // EndpointSlices) and who we are (node name, flags) to the ruleset this node's
 // kernel should hold. No I/O, no clock: the same input always plans the same
 // ruleset, which is what lets a restarted kubit-proxy rebuild exactly the rules
-// it left. The layout follows kube-proxy's nftables mode (KEP-3866):
+// it left. The layout follows kube-proxy's nftables mode (KEP-3866), one level
+// flatter (no endpoint- chains, no anonymous sets; see the README for why):
 //
 //   nat-prerouting / nat-output → services:
 //       ip daddr . proto . port  vmap @service-ips        (cluster IPs, LB ingress IPs)
 //       <local address>  proto . port  vmap @service-nodeports
-//   service-…   all usable endpoints, numgen random mod N (ClientIP affinity first)
+//   service-…   all usable endpoints: ClientIP affinity hits first, then a cascade
+//               `numgen random mod (N-i) == 0 … dnat to ip:port` (uniform), each arm
+//               updating the endpoint's affinity set when the Service has one
 //   local-…     only this node's endpoints (internal/externalTrafficPolicy: Local)
 //   external-…  node-port and LB traffic: masquerade unless Local, then service-/local-
-//   endpoint-…  hairpin masquerade, affinity update, dnat
 //   filter hooks: @no-endpoint-services / @no-endpoint-nodeports reject (or drop) at once;
 //   cluster-ips-check rejects other ports of a cluster IP.
-//   nat-postrouting → masquerading: packets marked 0x4000 are masqueraded.
+//   nat-postrouting: a DNATed packet whose source is its new destination (@hairpin-ips,
+//   an endpoint reaching itself) is marked; packets marked 0x4000 are masqueraded.
 import type { EndpointSlice, Service, ServicePort } from '@kubit/api';
 import { parseCidr, parseIPv4, SERVICE_NAME_LABEL, SERVICE_PROXY_NAME_LABEL } from '@kubit/api';
-import {
-  affinitySet,
-  endpointChain,
-  externalChain,
-  localChain,
-  type ServicePortId,
-  serviceChain,
-} from './names.js';
+import { affinitySet, externalChain, localChain, type ServicePortId, serviceChain } from './names.js';
 import { type ChainDef, emptyRuleset, type Ruleset } from './ruleset.js';
 
 export interface PlannerOptions {
@@ -84,9 +80,11 @@ function skeleton(o: PlannerOptions): Ruleset {
     rules: ['jump services'],
   });
   chain('nat-output', { base: { type: 'nat', hook: 'output', priority: -100 }, rules: ['jump services'] });
+  // Hairpin: a connection DNATed back to its own source (an endpoint reaching itself
+  // through its Service) is masqueraded, or the endpoint would answer itself directly.
   chain('nat-postrouting', {
     base: { type: 'nat', hook: 'postrouting', priority: 100 },
-    rules: ['jump masquerading'],
+    rules: ['ct status dnat ip saddr . ip daddr @hairpin-ips jump mark-for-masquerade', 'jump masquerading'],
   });
   chain('masquerading', {
     rules: [
@@ -115,6 +113,7 @@ function skeleton(o: PlannerOptions): Ruleset {
   chain('cluster-ips-check', { rules: ['ip daddr @cluster-ips reject with icmp type port-unreachable'] });
 
   r.sets.set('cluster-ips', { type: 'ipv4_addr', elements: new Set() });
+  r.sets.set('hairpin-ips', { type: 'ipv4_addr . ipv4_addr', elements: new Set() });
   if (o.nodePortAddresses.length > 0) {
     r.sets.set('nodeport-ips', {
       type: 'ipv4_addr',
@@ -184,11 +183,11 @@ export function endpointsFor(port: ServicePort, slices: EndpointSlice[]): Planne
       if (!prev || (!prev.ready && e.ready)) byKey.set(key, e);
     }
   }
-  return [...byKey.values()].sort((a, b) => compareIp(a.ip, b.ip) || a.port - b.port);
-}
-
-function compareIp(a: string, b: string): number {
-  return (parseIPv4(a) ?? 0) - (parseIPv4(b) ?? 0);
+  // Sorted by address, then port (each address parsed once, not in every comparison).
+  return [...byKey.values()]
+    .map((e) => ({ e, n: parseIPv4(e.ip) ?? 0 }))
+    .sort((a, b) => a.n - b.n || a.e.port - b.e.port)
+    .map(({ e }) => e);
 }
 
 /** Ready endpoints; when none is ready, the serving ones that are terminating (kube-proxy's fallback). */
@@ -225,11 +224,29 @@ function svcKey(s: Service): string {
   return `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`;
 }
 
-function masqueradeSourceMatch(o: PlannerOptions): string | undefined {
+function masqueradeSourceMatch(r: Ruleset, o: PlannerOptions): string | undefined {
   if (o.masqueradeAll) return '';
+  const m = clusterCidrMatch(r, o);
+  return m === undefined ? undefined : `ip saddr != ${m} `;
+}
+
+/**
+ * The --cluster-cidr ranges as a match operand: the range itself when there is one,
+ * else the named set `cluster-cidrs` (an anonymous `{ … }` in every service chain
+ * would be one anonymous set per chain, each bound at the cost of a walk of the
+ * whole transaction).
+ */
+function clusterCidrMatch(r: Ruleset, o: PlannerOptions): string | undefined {
   if (o.clusterCidrs.length === 0) return undefined;
   const cidrs = o.clusterCidrs.map(canonicalCidr);
-  return cidrs.length === 1 ? `ip saddr != ${cidrs[0]} ` : `ip saddr != { ${cidrs.join(', ')} } `;
+  if (cidrs.length === 1) return cidrs[0];
+  r.sets.set('cluster-cidrs', { type: 'ipv4_addr', flags: ['interval'], elements: new Set(cidrs) });
+  return '@cluster-cidrs';
+}
+
+/** An endpoint that reaches itself through a Service is masqueraded (hairpin): nat-postrouting matches `ip . ip`. */
+function hairpinElement(r: Ruleset, ip: string): void {
+  r.sets.get('hairpin-ips')?.elements.add(`${ip} . ${ip}`);
 }
 
 function planServicePort(
@@ -259,38 +276,41 @@ function planServicePort(
   r.stats.servicePorts++;
   r.stats.endpoints += clusterEps.length;
 
-  // Endpoint chains, once each for everything a service- or local- chain may pick.
-  const epSeen = new Set<string>();
-  for (const e of [...clusterEps, ...localEps]) {
-    const name = endpointChain(id, e.ip, e.port);
-    if (epSeen.has(name)) continue;
-    epSeen.add(name);
-    const rules = [`ip saddr ${e.ip} jump mark-for-masquerade`];
+  // ClientIP affinity: one timeout set per endpoint a service- or local- chain may pick.
+  const eps = new Map<string, PlannedEndpoint>();
+  for (const e of [...clusterEps, ...localEps]) eps.set(`${e.ip}:${e.port}`, e);
+  for (const e of eps.values()) {
+    hairpinElement(r, e.ip);
     if (affinityTimeout !== undefined) {
-      const set = affinitySet(id, e.ip, e.port);
-      r.sets.set(set, {
+      r.sets.set(affinitySet(id, e.ip, e.port), {
         type: 'ipv4_addr',
         flags: ['dynamic', 'timeout'],
         timeoutSeconds: affinityTimeout,
         elements: new Set(),
       });
-      rules.push(`update @${set} { ip saddr }`);
     }
-    rules.push(`meta l4proto ${proto} dnat to ${e.ip}:${e.port}`);
-    r.chains.set(name, { rules });
   }
 
   const dst = `ip daddr ${clusterIP} ${proto} dport ${port.port}`;
-  const masq = masqueradeSourceMatch(o);
+  const masq = masqueradeSourceMatch(r, o);
   const clusterIpMasq = masq === undefined ? [] : [`${dst} ${masq}jump mark-for-masquerade`];
-  const pickRules = (eps: PlannedEndpoint[]): string[] => {
+  // The DNAT itself, with the affinity set's update (recording or refreshing the client) first.
+  const dnat = (e: PlannedEndpoint): string =>
+    `${affinityTimeout !== undefined ? `update @${affinitySet(id, e.ip, e.port)} { ip saddr } ` : ''}dnat to ${e.ip}:${e.port}`;
+  // No per-service anonymous vmap (each one costs the kernel a walk of the whole
+  // transaction when it is bound: quadratic in a cold start) and no per-endpoint
+  // chain: a cascade that picks endpoint i with probability 1/(N-i) among those
+  // left, which is 1/N each, as iptables' statistic cascade did.
+  const pickRules = (list: PlannedEndpoint[]): string[] => {
     const rules: string[] = [];
     if (affinityTimeout !== undefined) {
-      for (const e of eps)
-        rules.push(`ip saddr @${affinitySet(id, e.ip, e.port)} goto ${endpointChain(id, e.ip, e.port)}`);
+      for (const e of list)
+        rules.push(`ip saddr @${affinitySet(id, e.ip, e.port)} meta l4proto ${proto} ${dnat(e)}`);
     }
-    const arms = eps.map((e, i) => `${i} : goto ${endpointChain(id, e.ip, e.port)}`).join(', ');
-    rules.push(`numgen random mod ${eps.length} vmap { ${arms} }`);
+    list.forEach((e, i) => {
+      const left = list.length - i;
+      rules.push(`meta l4proto ${proto} ${left > 1 ? `numgen random mod ${left} == 0 ` : ''}${dnat(e)}`);
+    });
     return rules;
   };
   const svcChainName = serviceChain(id);
@@ -347,11 +367,8 @@ function planServicePort(
     // and the node itself are not "external": they may use every endpoint (masqueraded
     // when from the node, so the reply comes back through it), as kube-proxy does.
     if (clusterEps.length > 0) {
-      if (o.clusterCidrs.length > 0) {
-        const cidrs = o.clusterCidrs.map(canonicalCidr);
-        const m = cidrs.length === 1 ? cidrs[0] : `{ ${cidrs.join(', ')} }`;
-        extRules.push(`ip saddr ${m} goto ${svcChainName}`);
-      }
+      const m = clusterCidrMatch(r, o);
+      if (m !== undefined) extRules.push(`ip saddr ${m} goto ${svcChainName}`);
       extRules.push(
         'fib saddr type local jump mark-for-masquerade',
         `fib saddr type local goto ${svcChainName}`,

@@ -92,6 +92,7 @@ describe('differ', () => {
     await nft.apply(fullScript(plan(base)));
     const listed = await nft.listTable(TABLE_FAMILY, TABLE_NAME);
     assert.ok(listed?.includes('numgen random mod 2'));
+    assert.ok(listed?.includes('@hairpin-ips'));
     await nft.check(listed ?? '');
     inNetns(ns, 'nft', ['-f', '-'], `${deleteTableScript()}${listed}`);
     await nft.apply(fullScript(plan(base)));
@@ -103,25 +104,34 @@ describe('differ', () => {
       withWebEndpoints(['10.244.1.5', '10.244.2.5', '10.244.3.5']),
     );
     const l = lines(script);
-    for (const line of l) assert.ok(line.includes('/web/'), `touches another service: ${line}`);
-    assert.ok(l.some((x) => x.startsWith('add chain') && x.includes('__10.244.3.5/8080')));
+    const hairpin = 'add element ip kubit-proxy hairpin-ips { 10.244.3.5 . 10.244.3.5 }';
+    for (const line of l)
+      assert.ok(line.includes('/web/') || line === hairpin, `touches another service: ${line}`);
+    assert.ok(l.includes(hairpin), script);
     assert.ok(l.some((x) => x.startsWith('add set') && x.includes('affinity-') && x.includes('10.244.3.5')));
     assert.ok(l.some((x) => /^flush chain ip kubit-proxy service-\S+\/web\//.test(x)));
-    assert.ok(!l.some((x) => x.includes('element')), 'the service-ips element stays as it was');
+    assert.ok(
+      l.some((x) => /^add rule ip kubit-proxy service-\S+\/web\/.* dnat to 10\.244\.3\.5:8080$/.test(x)),
+    );
+    assert.ok(!l.some((x) => x.startsWith('add chain')), 'no new chain for an endpoint');
+    assert.equal(l.filter((x) => x.includes('element')).length, 1, 'the service-ips element stays as it was');
   });
 
-  it('removing an endpoint removes its chain and affinity set only', async () => {
+  it('removing an endpoint removes its rules, affinity set and hairpin element only', async () => {
     const script = await roundTrip(
       withWebEndpoints(['10.244.1.5', '10.244.2.5']),
       withWebEndpoints(['10.244.1.5']),
     );
     const l = lines(script);
-    assert.ok(l.some((x) => x.startsWith('delete chain') && x.includes('__10.244.2.5/8080')));
     assert.ok(l.some((x) => x.startsWith('delete set') && x.includes('10.244.2.5')));
-    // The remaining endpoint's own chain and set are left alone.
-    const keptEndpoint =
-      /^(add|flush|delete) (chain|set|rule) ip kubit-proxy (endpoint|affinity)-\S+__10\.244\.1\.5\/8080/;
-    assert.ok(!l.some((x) => keptEndpoint.test(x)), script);
+    assert.ok(l.includes('delete element ip kubit-proxy hairpin-ips { 10.244.2.5 . 10.244.2.5 }'), script);
+    assert.ok(!l.some((x) => x.startsWith('delete chain')), script);
+    // The remaining endpoint's affinity set (its clients' memory) and hairpin element are left alone.
+    assert.ok(
+      !l.some((x) => /^(add|delete) set ip kubit-proxy affinity-\S+__10\.244\.1\.5\/8080/.test(x)),
+      script,
+    );
+    assert.ok(!l.some((x) => x.includes('element') && x.includes('10.244.1.5')), script);
   });
 
   it('the last endpoint going turns the service into a reject, and back', async () => {
@@ -142,7 +152,9 @@ describe('differ', () => {
         line.includes('/api/') ||
           line.includes('10.96.0.21') ||
           line.includes('30080') ||
-          line.includes('192.168.240.5'),
+          line.includes('192.168.240.5') ||
+          // api's endpoint, no longer anyone's: its hairpin element goes too.
+          line === 'delete element ip kubit-proxy hairpin-ips { 10.244.1.6 . 10.244.1.6 }',
         `touches something else: ${line}`,
       );
     }

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { EndpointSlice, Service } from '@kubit/api';
-import { endpointChain, serviceChain } from '../src/names.js';
+import { affinitySet, serviceChain } from '../src/names.js';
 import { planRuleset } from '../src/planner.js';
 import type { Ruleset } from '../src/ruleset.js';
 import { opts, service, slice } from './fixtures.js';
 
-/** The per-service chains of a kind ("service-", "endpoint-", …): prefix, then the 8-character hash. */
+/** The per-service chains of a kind ("service-", "local-", …): prefix, then the 8-character hash. */
 const chainsLike = (r: Ruleset, prefix: string) =>
   [...r.chains.keys()].filter((n) => n.startsWith(prefix) && /^[A-Z2-7]{8}-/.test(n.slice(prefix.length)));
 const el = (r: Ruleset, map: string) => Object.fromEntries(r.maps.get(map)?.elements ?? []);
@@ -38,17 +38,19 @@ const cases: Case[] = [
     slices: [slice('web', [{ ip: '10.244.1.5' }])],
     check: (r) => {
       const svc = serviceChain(webId);
-      const ep = endpointChain(webId, '10.244.1.5', 8080);
       assert.deepEqual(el(r, 'service-ips'), { '10.96.0.20 . tcp . 80': `goto ${svc}` });
       assert.deepEqual(r.chains.get(svc)?.rules, [
         'ip daddr 10.96.0.20 tcp dport 80 ip saddr != 10.244.0.0/16 jump mark-for-masquerade',
-        `numgen random mod 1 vmap { 0 : goto ${ep} }`,
-      ]);
-      assert.deepEqual(r.chains.get(ep)?.rules, [
-        'ip saddr 10.244.1.5 jump mark-for-masquerade',
         'meta l4proto tcp dnat to 10.244.1.5:8080',
       ]);
+      // Hairpin: the endpoint reaching itself through the Service is masqueraded in nat-postrouting.
+      assert.deepEqual([...(r.sets.get('hairpin-ips')?.elements ?? [])], ['10.244.1.5 . 10.244.1.5']);
+      assert.deepEqual(r.chains.get('nat-postrouting')?.rules, [
+        'ct status dnat ip saddr . ip daddr @hairpin-ips jump mark-for-masquerade',
+        'jump masquerading',
+      ]);
       assert.deepEqual(el(r, 'no-endpoint-services'), {});
+      assert.deepEqual(chainsLike(r, 'endpoint-'), [], 'no per-endpoint chains');
     },
   },
   {
@@ -67,13 +69,14 @@ const cases: Case[] = [
       ),
     ],
     check: (r) => {
-      assert.equal(chainsLike(r, 'endpoint-').length, 3);
-      const rule = r.chains.get(serviceChain(webId))?.rules.at(-1) ?? '';
-      assert.match(rule, /^numgen random mod 3 vmap \{ 0 : goto \S+, 1 : goto \S+, 2 : goto \S+ \}$/);
-      // Sorted by address: 10.244.1.5, 10.244.1.7, 10.244.2.5.
-      assert.ok(rule.includes(`0 : goto ${endpointChain(webId, '10.244.1.5', 8080)}`));
-      assert.ok(rule.includes(`2 : goto ${endpointChain(webId, '10.244.2.5', 8080)}`));
-      assert.ok(!rule.includes('10.244.2.9'));
+      // Sorted by address: 10.244.1.5, 10.244.1.7, 10.244.2.5; picked with 1/3, then 1/2 of
+      // the rest, then the last: 1/3 each.
+      assert.deepEqual(r.chains.get(serviceChain(webId))?.rules.slice(1), [
+        'meta l4proto tcp numgen random mod 3 == 0 dnat to 10.244.1.5:8080',
+        'meta l4proto tcp numgen random mod 2 == 0 dnat to 10.244.1.7:8080',
+        'meta l4proto tcp dnat to 10.244.2.5:8080',
+      ]);
+      assert.equal(r.sets.get('hairpin-ips')?.elements.size, 3);
       assert.equal(r.stats.endpoints, 3);
     },
   },
@@ -87,7 +90,9 @@ const cases: Case[] = [
       ]),
     ],
     check: (r) => {
-      assert.deepEqual(chainsLike(r, 'endpoint-'), [endpointChain(webId, '10.244.1.5', 8080)]);
+      assert.deepEqual(r.chains.get(serviceChain(webId))?.rules.slice(1), [
+        'meta l4proto tcp dnat to 10.244.1.5:8080',
+      ]);
     },
   },
   {
@@ -168,11 +173,17 @@ const cases: Case[] = [
         assert.deepEqual(s.flags, ['dynamic', 'timeout']);
       }
       assert.equal(aff.find(([n]) => n.includes('/other/'))?.[1].timeoutSeconds, 10_800);
-      const rules = r.chains.get(serviceChain(webId))?.rules ?? [];
-      assert.match(rules[1], /^ip saddr @affinity-\S+ goto endpoint-\S+$/);
-      assert.match(rules[3], /^numgen random mod 2/);
-      const ep = r.chains.get(endpointChain(webId, '10.244.1.5', 8080))?.rules ?? [];
-      assert.match(ep[1], /^update @affinity-\S+__10\.244\.1\.5\/8080 \{ ip saddr \}$/);
+      const a5 = affinitySet(webId, '10.244.1.5', 8080);
+      const a6 = affinitySet(webId, '10.244.1.6', 8080);
+      assert.match(a5, /^affinity-\S+__10\.244\.1\.5\/8080$/);
+      // A remembered client goes back to its endpoint (refreshing the entry); a new one is
+      // picked at random and remembered.
+      assert.deepEqual(r.chains.get(serviceChain(webId))?.rules.slice(1), [
+        `ip saddr @${a5} meta l4proto tcp update @${a5} { ip saddr } dnat to 10.244.1.5:8080`,
+        `ip saddr @${a6} meta l4proto tcp update @${a6} { ip saddr } dnat to 10.244.1.6:8080`,
+        `meta l4proto tcp numgen random mod 2 == 0 update @${a5} { ip saddr } dnat to 10.244.1.5:8080`,
+        `meta l4proto tcp update @${a6} { ip saddr } dnat to 10.244.1.6:8080`,
+      ]);
     },
   },
   {
@@ -182,9 +193,8 @@ const cases: Case[] = [
     check: (r) => {
       const [local] = chainsLike(r, 'local-');
       assert.equal(el(r, 'service-ips')['10.96.0.20 . tcp . 80'], `goto ${local}`);
-      const pick = r.chains.get(local)?.rules.at(-1) ?? '';
-      assert.match(pick, /^numgen random mod 1 vmap/);
-      assert.ok(pick.includes('10.244.1.5'));
+      assert.equal(r.chains.get(local)?.rules.at(-1), 'meta l4proto tcp dnat to 10.244.1.5:8080');
+      assert.ok(!r.chains.get(local)?.rules.some((x) => x.includes('10.244.2.5')));
     },
   },
   {
@@ -228,7 +238,8 @@ const cases: Case[] = [
     check: (r) => {
       for (const m of r.maps.values()) assert.equal(m.elements.size, 0);
       assert.equal(r.sets.get('cluster-ips')?.elements.size, 0);
-      assert.deepEqual(chainsLike(r, 'endpoint-'), []);
+      assert.equal(r.sets.get('hairpin-ips')?.elements.size, 0);
+      assert.deepEqual(chainsLike(r, 'service-'), []);
       assert.equal(r.stats.servicePorts, 0);
     },
   },
@@ -256,7 +267,7 @@ const cases: Case[] = [
       ),
     ],
     check: (r) => {
-      const dnats = chainsLike(r, 'endpoint-')
+      const dnats = chainsLike(r, 'service-')
         .map((n) => r.chains.get(n)?.rules.at(-1))
         .sort();
       assert.deepEqual(dnats, [
@@ -265,6 +276,36 @@ const cases: Case[] = [
         'meta l4proto udp dnat to 10.244.1.5:5353',
       ]);
       assert.equal(r.maps.get('service-ips')?.elements.size, 3);
+    },
+  },
+  {
+    name: 'several --cluster-cidr ranges: one named set, no anonymous set in any chain',
+    services: [
+      service('web', {
+        clusterIP: '10.96.0.20',
+        type: 'NodePort',
+        externalTrafficPolicy: 'Local',
+        ports: [{ name: 'http', port: 80, protocol: 'TCP', nodePort: 30080 }],
+      }),
+    ],
+    slices: [slice('web', [{ ip: '10.244.1.5' }, { ip: '10.244.2.5' }])],
+    options: { clusterCidrs: ['10.244.0.0/16', '10.245.0.0/16'] },
+    check: (r) => {
+      assert.deepEqual(
+        [...(r.sets.get('cluster-cidrs')?.elements ?? [])],
+        ['10.244.0.0/16', '10.245.0.0/16'],
+      );
+      assert.equal(
+        r.chains.get(serviceChain(webId))?.rules[0],
+        'ip daddr 10.96.0.20 tcp dport 80 ip saddr != @cluster-cidrs jump mark-for-masquerade',
+      );
+      const [ext] = chainsLike(r, 'external-');
+      assert.ok(r.chains.get(ext)?.rules.includes(`ip saddr @cluster-cidrs goto ${serviceChain(webId)}`));
+      // Every anonymous set or map ("{ a, b }" or "vmap { … }") costs a walk of the whole
+      // transaction when the kernel binds it: the planner writes none.
+      for (const [name, c] of r.chains)
+        for (const rule of c.rules)
+          assert.ok(!/(^|\s)(vmap |map )?\{ [^}]*[,:]/.test(rule), `${name}: ${rule}`);
     },
   },
   {
