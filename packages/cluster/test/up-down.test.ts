@@ -10,7 +10,7 @@
 // pods; `kubit delete` removes the pod and its containers; down stops every
 // process by PID.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -308,7 +308,7 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
   });
 
   step(
-    'Services: a Deployment behind a ClusterIP Service by name through cluster DNS, NodePort, LoadBalancer, scale to 0',
+    'Services: a Deployment behind a ClusterIP Service by name through cluster DNS, NodePort, LoadBalancer, port-forward svc, kill -9 of kubit-proxy and kubit-dns, scale to 0',
     async (t) => {
       await kubectl(['apply', '-f', '-'], WEB_DEPLOYMENT);
       await kubectl(['expose', 'deployment', 'web', '--port=80']);
@@ -405,6 +405,53 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
       );
       assert.equal(lb.status, 200);
       t.diagnostic(`web ${clusterIP}, NodePort ${hostIP}:${nodePort}, LoadBalancer ${lbIP}:8080`);
+      // kubectl port-forward svc/web: kubectl picks a pod behind the Service and forwards to it.
+      const forward = spawn(
+        'kubectl',
+        ['--kubeconfig', kubeconfig, 'port-forward', 'svc/web', `${offset + 18080}:80`],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      try {
+        const fwd = await waitFor(
+          'port-forward svc/web',
+          async () => httpGet(`http://127.0.0.1:${offset + 18080}/`),
+          30_000,
+        );
+        assert.equal(fwd.status, 200);
+      } finally {
+        forward.kill('SIGTERM');
+      }
+      // kill -9 of kubit-proxy and one kubit-dns: the rules stay in the kernel meanwhile, ./scripts/up
+      // restarts both, and the restarted proxy rebuilds exactly the same table (no duplicates).
+      const ruleset = async () => (await run('nft', ['list', 'table', 'ip', 'kubit-proxy'])).stdout;
+      const rulesBefore = await ruleset();
+      for (const victim of ['kubit-proxy', 'kubit-dns-node-1']) process.kill(pidOf(victim), 'SIGKILL');
+      const duringRestart = await inClient(
+        'n=0; for i in $(seq 20); do wget -qO- -T 5 http://' +
+          clusterIP +
+          ' >/dev/null || n=$((n+1)); done; echo $n',
+      );
+      assert.equal(duringRestart.trim(), '0', 'requests to the cluster IP while kubit-proxy is down');
+      const again = await launch(['up', ...upArgs, '--timeout', '180'], 300_000);
+      assert.equal(again.code, 0, `up after killing kubit-proxy and kubit-dns failed:\n${again.out}`);
+      await waitFor(
+        'the restarted kubit-proxy to rebuild the same table',
+        async () => ((await ruleset()) === rulesBefore ? true : undefined),
+        30_000,
+      );
+      const byName = await waitFor(
+        'names to resolve through both kubit-dns instances again',
+        async () => {
+          const n = await inClient(
+            'n=0; for i in $(seq 20); do wget -qO- -T 5 http://web >/dev/null || n=$((n+1)); done; echo $n',
+          );
+          return n.trim() === '0' ? n : undefined;
+        },
+        60_000,
+      );
+      assert.equal(byName.trim(), '0');
       await kubectl(['scale', 'deployment', 'web', '--replicas=0']);
       await waitFor(
         'no ready endpoints of web',
