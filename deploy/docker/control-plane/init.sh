@@ -10,7 +10,7 @@
 set -euo pipefail
 state=/state
 : "${KUBIT_APISERVER_PORT:?}" "${KUBIT_NODE_IPS:?space-separated node-N=IP list}"
-: "${KUBIT_APISERVER_IP:?the apiserver's compose address (its advertise address)}"
+: "${KUBIT_APISERVER_IP:?the compose address of the apiserver, its advertise address}"
 pki=$state/pki
 sans=(apiserver "$KUBIT_APISERVER_IP" store-1 store-2 store-3)
 nodes=()
