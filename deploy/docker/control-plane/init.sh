@@ -3,15 +3,16 @@
 # which keeps what exists, so a restart resumes the same cluster) and a
 # kubeconfig per client, in the state directory mounted at /state (on the host:
 # .kubit/compose/ by default).
-#   /state/pki/            certificates and keys
+#   /state/pki/            certificates and keys, and sa.key/sa.pub (ServiceAccount tokens)
 #   /state/kubeconfigs/    what the daemons use (server https://apiserver:6443)
 #   /state/kubeconfig      the admin's, for the host (server https://127.0.0.1:PORT,
 #                          certificates embedded so the file works from anywhere)
 set -euo pipefail
 state=/state
 : "${KUBIT_APISERVER_PORT:?}" "${KUBIT_NODE_IPS:?space-separated node-N=IP list}"
+: "${KUBIT_APISERVER_IP:?the compose address of the apiserver, its advertise address}"
 pki=$state/pki
-sans=(apiserver store-1 store-2 store-3)
+sans=(apiserver "$KUBIT_APISERVER_IP" store-1 store-2 store-3)
 nodes=()
 for pair in $KUBIT_NODE_IPS; do
   nodes+=(--node "${pair%%=*}")
@@ -50,6 +51,8 @@ mkdir -p "$state/kubeconfigs"
 internal=https://apiserver:6443
 kubeconfig "$state/kubeconfigs/scheduler" "$internal" scheduler system:kube-scheduler 0
 kubeconfig "$state/kubeconfigs/controller-manager" "$internal" controller-manager system:kube-controller-manager 0
+kubeconfig "$state/kubeconfigs/kube-proxy" "$internal" kube-proxy system:kube-proxy 0
+kubeconfig "$state/kubeconfigs/kubit-dns" "$internal" kubit-dns system:kubit-dns 0
 for pair in $KUBIT_NODE_IPS; do
   n=${pair%%=*}
   kubeconfig "$state/kubeconfigs/kubelet-$n" "$internal" "kubelet-$n" "system:node:$n" 0

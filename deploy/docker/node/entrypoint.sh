@@ -2,14 +2,22 @@
 # A Kubit node in a kind-like container (see docker-compose.yml): its own
 # containerd (configured from deploy/containerd's templates, with a docker.io
 # mirror pointing at the compose registry), the route sync that lets pods reach
-# pods on the other nodes, and kubit-kubelet in the foreground.
+# pods on the other nodes, kubit-kubelet, kubit-proxy (the container's own
+# network namespace is the node's) and, with KUBIT_DNS=1, kubit-dns at
+# NODE_IP:53. This script stays PID 1: kubit-proxy and kubit-dns are restarted
+# when they exit (a proxy's restart takes its rules over in one transaction);
+# the container ends when the kubelet or containerd does (compose restarts
+# it); SIGTERM stops kubit-dns first (it deregisters), then the rest.
 #
 # Environment (set by docker-compose.yml):
-#   NODE_NAME   the node's name (its certificates are kubelet-NAME*)
-#   NODE_IP     this container's address on the compose network (static, in the certificates)
-#   REGISTRY    host:port of the registry the docker.io mirror points at
+#   NODE_NAME     the node's name (its certificates are kubelet-NAME*)
+#   NODE_IP       this container's address on the compose network (static, in the certificates)
+#   REGISTRY      host:port of the registry the docker.io mirror points at
+#   CLUSTER_CIDR  the pod network (kubit-proxy's --cluster-cidr)
+#   KUBIT_DNS     1: run kubit-dns here
+# PID files of the supervised daemons: /run/kubit/<name>.pid (the current process).
 set -euo pipefail
-: "${NODE_NAME:?}" "${NODE_IP:?}" "${REGISTRY:?}"
+: "${NODE_NAME:?}" "${NODE_IP:?}" "${REGISTRY:?}" "${CLUSTER_CIDR:?}"
 state=/state
 pki=$state/pki
 kubit=/opt/kubit
@@ -57,9 +65,29 @@ done
 
 kubeconfig=$state/kubeconfigs/kubelet-$NODE_NAME
 node $kubit/deploy/docker/node/route-sync.mjs --kubeconfig "$kubeconfig" --node-name "$NODE_NAME" &
+route_sync_pid=$!
+
+mkdir -p /run/kubit
+# supervise NAME COMMAND...: runs COMMAND again a second after it exits, until
+# this supervisor gets SIGTERM (which it passes on, then waits for the daemon).
+supervise() {
+  local name=$1 child=""
+  shift
+  set +e
+  trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null; wait "$child" 2>/dev/null; rm -f "/run/kubit/$name.pid"; exit 0' TERM
+  while :; do
+    "$@" &
+    child=$!
+    echo "$child" > "/run/kubit/$name.pid"
+    local rc=0
+    wait "$child" || rc=$?
+    log "$name exited ($rc); restarting it in 1 s"
+    sleep 1
+  done
+}
 
 log "starting kubit-kubelet at $NODE_IP"
-exec node $kubit/packages/kubelet/dist/src/main.bundle.mjs \
+node $kubit/packages/kubelet/dist/src/main.bundle.mjs \
   --kubeconfig="$kubeconfig" \
   --container-runtime-endpoint="unix://$run/containerd.sock" \
   --hostname-override="$NODE_NAME" \
@@ -73,4 +101,52 @@ exec node $kubit/packages/kubelet/dist/src/main.bundle.mjs \
   --cni-conf-dir="$cni_conf" \
   --cni-conf-template="$templates/10-kubit.conflist.tmpl" \
   --cni-bridge-name=kubit0 \
-  --cni-network-name=kubit
+  --cni-network-name=kubit \
+  --cluster-dns=10.96.0.10 \
+  --cluster-domain=cluster.local &
+kubelet_pid=$!
+
+log "starting kubit-proxy (nftables, table ip kubit-proxy, in this container's network namespace)"
+supervise kubit-proxy node $kubit/packages/proxy/dist/src/main.bundle.mjs \
+  --kubeconfig="$state/kubeconfigs/kube-proxy" \
+  --hostname-override="$NODE_NAME" \
+  --cluster-cidr="$CLUSTER_CIDR" \
+  --healthz-bind-address=0.0.0.0:10256 \
+  --metrics-bind-address=127.0.0.1:10249 &
+proxy_pid=$!
+
+dns_pid=""
+if [ "${KUBIT_DNS:-}" = 1 ]; then
+  log "starting kubit-dns at $NODE_IP:53"
+  supervise kubit-dns node $kubit/packages/dns/dist/src/main.bundle.mjs \
+    --kubeconfig="$state/kubeconfigs/kubit-dns" \
+    --hostname-override="$NODE_NAME" \
+    --bind-address="$NODE_IP" \
+    --port=53 \
+    --health-port=8080 \
+    --metrics-port=9153 \
+    --advertise-address="$NODE_IP" \
+    --cluster-dns-ip=10.96.0.10 \
+    --cluster-domain=cluster.local &
+  dns_pid=$!
+fi
+
+stop() {
+  set +e
+  log "stopping"
+  trap - TERM INT
+  # kubit-dns first: it marks its endpoint terminating and deletes it before it goes.
+  if [ -n "$dns_pid" ]; then kill -TERM "$dns_pid" 2>/dev/null; wait "$dns_pid" 2>/dev/null; fi
+  kill -TERM "$proxy_pid" "$kubelet_pid" "$route_sync_pid" 2>/dev/null
+  wait "$proxy_pid" "$kubelet_pid" 2>/dev/null
+  kill -TERM "$containerd_pid" 2>/dev/null
+  wait "$containerd_pid" 2>/dev/null
+  exit "${rc:-0}"
+}
+trap stop TERM INT
+
+# The container lives as long as the kubelet and containerd do.
+rc=0
+wait -n "$kubelet_pid" "$containerd_pid" || rc=$?
+log "the kubelet or containerd exited ($rc)"
+stop

@@ -11,7 +11,10 @@
 // host (through a route to the node container) and a pod on the other node
 // (the node containers' route sync); its events come in the order users know;
 // `kubit logs` shows the request; `kubit delete pod` removes it and its
-// containers; kubectl works with the same kubeconfig. Then compose down -v and
+// containers; kubectl works with the same kubeconfig. Services: nginx behind
+// `kubectl expose`, fetched by name (cluster DNS on the nodes, kubit-proxy's
+// rules) from a busybox pod, also after kill -9 of the node's kubit-proxy (the
+// entrypoint restarts it, with the very same rules). Then compose down -v and
 // the engine stops, leaving no container, mount, route, bridge or iptables rule.
 //
 // KUBIT_KEEP_CLUSTER=1 leaves the engine and the cluster running for a post-mortem.
@@ -39,6 +42,45 @@ const manifest = join(repoRoot, 'examples', 'pod.yaml');
 /** scripts/base-image keeps the base image's root file system here, named by a key of its inputs. */
 const baseImageCache = '/var/tmp/kubit-base-image';
 const keepCluster = process.env.KUBIT_KEEP_CLUSTER === '1';
+
+const WEB_DEPLOYMENT = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: nginx
+        image: nginx:latest
+        ports:
+        - containerPort: 80
+        readinessProbe:
+          httpGet:
+            path: /
+            port: 80
+          periodSeconds: 1
+`;
+
+const CLIENT_POD = `apiVersion: v1
+kind: Pod
+metadata:
+  name: svc-client
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: client
+    image: busybox:latest
+    command: ["sleep", "3600"]
+`;
 
 /** Debian's docker-compose 1.29 (what ./scripts/test installs), else the `docker compose` plugin. */
 async function composeCommand(): Promise<string[] | undefined> {
@@ -159,7 +201,7 @@ describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }
       );
       child.stdin?.end(input ?? '');
     });
-  const kubectl = (args: string[]) => tool('kubectl', [], args);
+  const kubectl = (args: string[], input?: string) => tool('kubectl', [], args, input);
   const kubit = (args: string[], input?: string) =>
     tool(process.execPath, ['--conditions=kubit-source', '--import', 'tsx', cli], args, input);
   /** Containers (not sandboxes) the node container's containerd holds for a pod. */
@@ -363,6 +405,92 @@ describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }
       120_000,
     );
   });
+
+  step(
+    'Services: kubectl expose, wget http://web from a pod by name; kill -9 of kubit-proxy: restarted, same rules',
+    async (t) => {
+      await kubectl(['apply', '-f', '-'], WEB_DEPLOYMENT);
+      await kubectl(['expose', 'deployment', 'web', '--port=80']);
+      await kubectl(['apply', '-f', '-'], CLIENT_POD);
+      await waitFor(
+        '2 ready endpoints of web',
+        async () => {
+          const out = await kubectl([
+            'get',
+            'endpointslices',
+            '-l',
+            'kubernetes.io/service-name=web',
+            '-o',
+            'jsonpath={range .items[*].endpoints[?(@.conditions.ready==true)]}{.addresses[0]}{"\\n"}{end}',
+          ]);
+          return out.split('\n').filter(Boolean).length === 2 ? true : undefined;
+        },
+        180_000,
+      );
+      const clientNode = await waitFor(
+        'the client pod to run',
+        async () => {
+          const [phase, node] = (
+            await kubectl(['get', 'pod', 'svc-client', '-o', 'jsonpath={.status.phase} {.spec.nodeName}'])
+          ).split(' ');
+          return phase === 'Running' ? node : undefined;
+        },
+        120_000,
+      );
+      const fetchWeb = async (what: string) => {
+        const page = await waitFor(
+          `http://web from the client pod (${what})`,
+          () => kubectl(['exec', 'svc-client', '--', 'sh', '-c', 'wget -qO- -T 5 http://web']),
+          60_000,
+        );
+        assert.match(page, /Welcome to nginx/, what);
+      };
+      await fetchWeb('by name, through kubit-dns on the nodes');
+
+      // kill -9 of the kubit-proxy of the client's node: the entrypoint runs it again, and its
+      // first sync replaces the table in one transaction: the same rules, none twice.
+      const container = (await composeRun(['ps', '-q', clientNode], 60_000)).trim();
+      const inNode = (args: string[]) => docker(['exec', container, ...args]);
+      const rules = async () =>
+        (await inNode(['nft', 'list', 'table', 'ip', 'kubit-proxy']))
+          .split('\n')
+          .map((l) => l.trim())
+          .filter(Boolean)
+          .sort();
+      const before = await rules();
+      assert.ok(
+        before.some((l) => l.includes('dnat')),
+        'kubit-proxy programmed DNAT rules',
+      );
+      const pidFile = '/run/kubit/kubit-proxy.pid';
+      const oldPid = (await inNode(['cat', pidFile])).trim();
+      await inNode(['kill', '-9', oldPid]);
+      const newPid = await waitFor(
+        'kubit-proxy to run again, synced (/healthz 200)',
+        async () => {
+          const pid = (await inNode(['cat', pidFile])).trim();
+          if (pid === oldPid) return undefined;
+          await inNode(['/opt/kubit/deploy/docker/healthcheck.sh', 'http://127.0.0.1:10256/healthz']);
+          return pid;
+        },
+        60_000,
+      );
+      assert.deepEqual(await rules(), before, 'the restarted proxy programmed exactly the same rules');
+      await fetchWeb('after kubit-proxy was killed and restarted');
+      t.diagnostic(
+        `kubit-proxy on ${clientNode}: pid ${oldPid} killed, ${newPid} synced, ${before.length} lines of rules`,
+      );
+
+      await kubectl(['delete', 'service', 'web']);
+      await kubectl(['delete', 'deployment', 'web']);
+      await kubectl(['delete', 'pod', 'svc-client', '--wait=false']);
+      await waitFor(
+        'the pods to be gone',
+        async () => ((await kubit(['get', 'pods', '-o', 'name'])).trim() === '' ? true : undefined),
+        120_000,
+      );
+    },
+  );
 
   step('compose down -v and the engine stop leave nothing behind on the host', async () => {
     if (!engine) throw new Error('no docker engine');

@@ -29,6 +29,7 @@ import {
   fromSources,
   httpGet,
   kubitCli,
+  otherNode,
   repoRoot,
   runWithOutput,
   waitFor,
@@ -64,6 +65,37 @@ spec:
         cpu: "250m"
 `;
 
+// A Service in front of the issue's pod (its label), with a node port on every node host.
+const WEB_SERVICE = `apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  type: NodePort
+  selector:
+    environment: production
+  ports:
+  - port: 80
+    targetPort: 80
+`;
+
+/** A pod on \`node\` that fetches http://web/ by name (cluster DNS, then the Service's cluster IP). */
+function byNamePod(node: string): string {
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: by-name
+spec:
+  nodeName: ${node}
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: wget
+    image: busybox:latest
+    command: ["sh", "-c", "for i in $(seq 30); do wget -qO- -T 3 http://web/ && exit 0; sleep 1; done; exit 1"]
+`;
+}
+
 /** What the lab needs on this machine; a missing piece fails the test with what to install. */
 function missingPrerequisites(): string[] {
   const problems: string[] = [];
@@ -79,6 +111,8 @@ function missingPrerequisites(): string[] {
     ['/usr/lib/cni/bridge', 'containernetworking-plugins'],
     [REGISTRY, 'docker-registry'],
     ['/usr/sbin/ip', 'iproute2'],
+    ['/usr/sbin/nft', 'nftables'],
+    ['/usr/sbin/conntrack', 'conntrack'],
   ];
   for (const [f, pkg] of files) if (!existsSync(f)) problems.push(`${f} (apt-get install ${pkg})`);
   if (!existsSync(join(repoRoot, 'node_modules', 'tsx'))) problems.push('tsx (pnpm install)');
@@ -404,6 +438,20 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     if (forwardRule) await step('iptables rule', () => sh('iptables', ['-D', ...forwardRule!]));
     await step(`bridge ${bridge}`, () => sh('ip', ['link', 'del', bridge]));
     if (labDir) await step('lab dir', () => rm(labDir, { recursive: true, force: true }));
+    // Nothing of the lab's networks is left on this machine: no address, no route (the test's pod routes went with the bridge).
+    if (lanPrefix) {
+      await step('leftover addresses', async () => {
+        const left = [await sh('ip', ['-4', 'addr']), await sh('ip', ['-4', 'route'])]
+          .join('\n')
+          .split('\n')
+          .filter(
+            (l) =>
+              l.includes(lanPrefix) ||
+              (clusterCidr && l.includes(clusterCidr.split('.').slice(0, 2).join('.') + '.')),
+          );
+        if (left.length > 0) throw new Error(left.join('; '));
+      });
+    }
     if (cleanupErrors.length > 0)
       process.stderr.write(`lab clean-up problems:\n${cleanupErrors.join('\n')}\n`);
   });
@@ -484,7 +532,76 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
       httpTimeoutMs: LAB_HTTP_TIMEOUT_MS,
     });
 
-    await kubit(['delete', 'pod', 'my-application', 'client']);
+    // Services: kubit-proxy on each node host, kubit-dns on both (advertised at the host addresses, port 53).
+    await kubit(['delete', 'pod', 'client']);
+    await kubit(['apply', '-f', '-'], WEB_SERVICE);
+    const service = JSON.parse(await kubit(['get', 'service', 'web', '-o', 'json'])) as {
+      spec: { clusterIP: string; ports: { nodePort: number }[] };
+    };
+    const nodePort = service.spec.ports[0]?.nodePort;
+    assert.match(service.spec.clusterIP, /^10\.(9[6-9]|10[0-9]|11[01])\./, 'a cluster IP from 10.96.0.0/12');
+    assert.ok(nodePort && nodePort >= 30000 && nodePort <= 32767, `node port ${nodePort}`);
+    // A node port answers on every node host's address: locally, or forwarded (masqueraded) to the other node.
+    for (const h of nodeHosts()) {
+      const res = await waitFor(
+        `NodePort ${h.address}:${nodePort}`,
+        () => httpGet(`http://${h.address}:${nodePort}/`, LAB_HTTP_TIMEOUT_MS),
+        60_000,
+      );
+      assert.equal(res.status, 200, h.name);
+      assert.match(res.body, /Welcome to nginx/);
+    }
+    const dnsEndpoints = async () => {
+      const slices = JSON.parse(
+        await kubit([
+          'get',
+          'endpointslices',
+          '-n',
+          'kube-system',
+          '-l',
+          'kubernetes.io/service-name=kube-dns',
+          '-o',
+          'json',
+        ]),
+      ) as { items: { endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[] }[] };
+      return slices.items
+        .flatMap((sl) => sl.endpoints ?? [])
+        .filter((e) => e.conditions?.ready)
+        .flatMap((e) => e.addresses)
+        .sort();
+    };
+    const dnsAddresses = await waitFor(
+      'both kubit-dns endpoints',
+      async () => ((await dnsEndpoints()).length === 2 ? dnsEndpoints() : undefined),
+      60_000,
+    );
+    assert.deepEqual(
+      dnsAddresses,
+      nodeHosts()
+        .map((h) => h.address)
+        .sort(),
+    );
+    // From a pod on the other node, by name: its resolv.conf names 10.96.0.10 (kubelet --cluster-dns).
+    await kubit(['apply', '-f', '-'], byNamePod(otherNode(node)));
+    const phase = await waitFor(
+      'the by-name pod to finish',
+      async () => {
+        const p = (await kubit(['get', 'pod', 'by-name', '-o', 'jsonpath={.status.phase}'])).trim();
+        return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+      },
+      120_000,
+    );
+    const byNameLog = await kubit(['logs', 'by-name']).catch((e: Error) => e.message);
+    assert.equal(phase, 'Succeeded', byNameLog);
+    assert.match(byNameLog, /Welcome to nginx/);
+    t.diagnostic(
+      `web ${service.spec.clusterIP}, NodePort :${nodePort} on ${nodeHosts()
+        .map((h) => h.address)
+        .join(', ')}`,
+    );
+    await kubit(['delete', 'service', 'web']);
+
+    await kubit(['delete', 'pod', 'my-application', 'by-name']);
     await waitFor(
       'the pods to be gone',
       async () => ((await kubit(['get', 'pods', '-o', 'name'])).trim() === '' ? true : undefined),
@@ -503,6 +620,22 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
       },
       30_000,
     );
+    failed = false;
+  });
+
+  it('kubit-install down stops every daemon and leaves no kubit-proxy table in the node hosts', async () => {
+    failed = true;
+    const r = await runInstaller(
+      ['down', '-i', inventoryFile, '--mode', 'direct', '--work-dir', join(labDir, 'install')],
+      90_000,
+    );
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /stopped kubit-proxy\.service/);
+    assert.match(r.out, /stopped kubit-dns@node-1\.service/);
+    for (const h of nodeHosts()) {
+      const tables = await sh('ip', ['netns', 'exec', h.netns, 'nft', 'list', 'tables']);
+      assert.doesNotMatch(tables, /kubit-proxy/, `${h.name}: ${tables}`);
+    }
     failed = false;
   });
 });
@@ -547,6 +680,10 @@ ${extra}`;
       /controlPlane\[0\]\.ssh\.key: \/nonexistent\/key does not exist/,
     );
     assert.throws(bad('nodes: [\n'), InventoryError);
+    assert.throws(
+      bad(`cluster:\n  loadBalancerRange: 10.9.0.250-10.9.0.200\n${inventory()}`),
+      /inv\.yaml: cluster\.loadBalancerRange: "10\.9\.0\.250-10\.9\.0\.200" must be an IPv4 range/,
+    );
   });
 
   it('splits and expands Exec lines as systemd does', () => {
@@ -580,7 +717,54 @@ ${extra}`;
     assert.ok(cmd.start.argv.includes('--node-ip=10.9.0.21'));
     assert.ok(cmd.start.argv.includes('--container-runtime-endpoint=unix:///run/kubit/containerd.sock'));
     assert.equal(cmd.env.get('NODE_OPTIONS'), '--max-semi-space-size=1');
+    assert.ok(cmd.start.argv.includes('--cluster-dns=10.96.0.10'));
+    // Every node host runs kubit-proxy; the first two also kubit-dns on their address, port 53.
+    assert.deepEqual(
+      node.units.map((u) => u.name),
+      [
+        'containerd-kubit@node-1.service',
+        'kubit-kubelet@node-1.service',
+        'kubit-proxy.service',
+        'kubit-dns@node-1.service',
+      ],
+    );
+    const argvOf = (plan: (typeof plans)[number], unitName: string) => {
+      const u = plan.units.find((x) => x.name === unitName);
+      assert.ok(u, unitName);
+      const texts = new Map(
+        plan.files.flatMap((f) => ('text' in f.content ? [[f.path, f.content.text] as const] : [])),
+      );
+      return unitCommand(plan.paths, u, (p) => texts.get(p)).start.argv;
+    };
+    const proxy = argvOf(node, 'kubit-proxy.service');
+    assert.equal(proxy[1], '/opt/kubit/packages/proxy/dist/src/main.js');
+    assert.ok(proxy.includes('--hostname-override=node-1'));
+    assert.ok(proxy.includes('--kubeconfig=/etc/kubit/kubeconfigs/kube-proxy.kubeconfig'));
+    assert.ok(!proxy.some((a) => a.startsWith('--network-namespace')), 'the host namespace is its own');
+    const dns = argvOf(node, 'kubit-dns@node-1.service');
+    for (const flag of ['--advertise-address=10.9.0.21', '--bind-address=10.9.0.21', '--port=53'])
+      assert.ok(dns.includes(flag), `${flag} in ${dns.join(' ')}`);
+    assert.ok(files.has('/etc/kubit/kubeconfigs/kubit-dns.kubeconfig'));
     const cp1 = plans.find((p) => p.host.name === 'cp-1');
+    assert.ok(cp1);
+    const apiserver = argvOf(cp1, 'kubit-apiserver.service');
+    for (const flag of [
+      '--advertise-address=10.9.0.11',
+      '--service-cluster-ip-range=10.96.0.0/12',
+      '--service-account-signing-key-file=/etc/kubit/pki/sa.key',
+      '--service-account-key-file=/etc/kubit/pki/sa.pub',
+    ])
+      assert.ok(apiserver.includes(flag), `${flag} in ${apiserver.join(' ')}`);
+    const cm = argvOf(cp1, 'kubit-controller-manager.service');
+    assert.ok(cm.includes('--root-ca-file=/etc/kubit/pki/ca.crt'));
+    // The default LoadBalancer pool: .200-.250 of the apiserver host's /24; the inventory may set another.
+    assert.ok(cm.includes('--load-balancer-ip-range=10.9.0.200-10.9.0.250'), cm.join(' '));
+    const custom = parseInventory(
+      `cluster:\n  loadBalancerRange: 10.9.1.0/28\n${inventory()}`,
+      'inv.yaml',
+      '/',
+    );
+    assert.equal(custom.loadBalancerRange, '10.9.1.0/28');
     assert.deepEqual(
       cp1?.units.map((u) => u.name),
       [
@@ -597,6 +781,8 @@ ${extra}`;
         ?.files.filter((f) => 'localPki' in f.content)
         .map((f) => f.path.split('/').pop());
     assert.deepEqual(certs('cp-2'), ['ca.crt', 'store.crt', 'store.key']);
+    assert.ok(certs('cp-1')?.includes('sa.key') && certs('cp-1')?.includes('sa.pub'));
+    assert.ok(certs('node-1')?.includes('kube-proxy.key') && certs('node-1')?.includes('kubit-dns.key'));
     assert.ok(!plans.some((p) => p.files.some((f) => f.path.endsWith('ca.key'))));
   });
 });

@@ -14,8 +14,12 @@ import { logFile, pidFile, startScript, statusScript, stopScript, unitCommand } 
 import { type Host, hostWithRole, type Inventory, storeHosts } from './inventory.js';
 import {
   apiserverUrl,
+  dnsHosts,
   type HostPlan,
+  hostPaths,
+  PORTS,
   planCluster,
+  proxyCleanupScript,
   serverSans,
   storeMetricsUrl,
   type Templates,
@@ -68,6 +72,8 @@ export async function loadTemplates(repoRoot: string): Promise<Templates> {
     'kubit-controller-manager.service',
     'containerd-kubit@.service',
     'kubit-kubelet@.service',
+    'kubit-proxy.service',
+    'kubit-dns@.service',
   ]) {
     units.set(u, await read('systemd', u));
   }
@@ -103,6 +109,9 @@ export async function checkHosts(inv: Inventory, mode: InstallMode): Promise<voi
           ? '[ -x /usr/lib/cni/bridge ] || echo "/usr/lib/cni/bridge (apt-get install containernetworking-plugins)"'
           : '',
         isNode ? 'command -v ip >/dev/null || echo "ip (apt-get install iproute2)"' : '',
+        isNode ? 'command -v nft >/dev/null || echo "nft (apt-get install nftables)"' : '',
+        isNode ? 'command -v conntrack >/dev/null || echo "conntrack (apt-get install conntrack)"' : '',
+        dnsHosts(inv).includes(h) ? dnsPortCheck(h) : '',
       ].filter(Boolean);
       const out = await runSshChecked(h, 'checking prerequisites', need.join('\n'), sshOptions(inv));
       const missing = out.trim().split('\n').filter(Boolean);
@@ -111,6 +120,24 @@ export async function checkHosts(inv: Inventory, mode: InstallMode): Promise<voi
   );
   const found = problems.filter((p): p is string => p !== undefined);
   if (found.length > 0) throw new Error(found.join('\n'));
+}
+
+/**
+ * kubit-dns binds the host's address, port 53: anything else on it (or on the
+ * wildcard address) is a conflict; a resolver on 127.0.0.53 (systemd-resolved)
+ * is not. A listener whose command line names the host's /etc/kubit is ours
+ * (an installed cluster being installed again).
+ */
+function dnsPortCheck(h: Host): string {
+  const local = [h.address, '0.0.0.0', '*', '[::]'].map((a) => a.replace(/[.*[\]]/g, '\\$&')).join('|');
+  return [
+    'if command -v ss >/dev/null; then',
+    `  for pid in $(ss -Hlnutp 'sport = :${PORTS.dns}' | grep -E ' (${local}):${PORTS.dns} ' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do`,
+    `    tr '\\000' ' ' < /proc/$pid/cmdline 2>/dev/null | grep -qF -- ${shQuote(hostPaths(h).etc)} ||`,
+    `      echo "port ${PORTS.dns} on ${h.address} for kubit-dns (it is taken by $(cat /proc/$pid/comm 2>/dev/null) pid $pid)"`,
+    '  done',
+    'fi',
+  ].join('\n');
 }
 
 async function makePki(inv: Inventory, repoRoot: string, pkiDir: string): Promise<void> {
@@ -335,8 +362,12 @@ export async function uninstall(opts: Omit<InstallOptions, 'timeoutMs'>): Promis
         opts.mode === 'direct'
           ? stopScript(plan.paths, units)
           : `systemctl disable --now ${units.map((u) => shQuote(u.name)).join(' ')}`;
+      // A node host's kubit-proxy left its nft table behind when it stopped (for a restart to take over).
+      const cleanup = plan.units.some((u) => u.name === 'kubit-proxy.service')
+        ? `\n${proxyCleanupScript(inv)}`
+        : '';
       try {
-        const out = await runSshChecked(plan.host, 'stopping the daemons', script, ssh);
+        const out = await runSshChecked(plan.host, 'stopping the daemons', `${script}${cleanup}`, ssh);
         if (out.trim()) opts.say(`${plan.host.name}: ${out.trim().split('\n').join(', ')}`);
       } catch (err) {
         errors.push((err as Error).message);

@@ -36,6 +36,13 @@ export interface Inventory {
   /** Names the store's cluster token and each node's CNI network. */
   clusterName: string;
   clusterCidr: string;
+  /**
+   * The LoadBalancer address pool (the controller manager's
+   * --load-balancer-ip-range): a CIDR or first-last. Default: .200-.250 of the
+   * apiserver host's /24. Every node's kubit-proxy answers on these addresses,
+   * so the hosts' network must route them to a node (a route, or ARP).
+   */
+  loadBalancerRange: string;
   /** Where the built Kubit repository is (or is copied to) on every host. */
   kubitRoot: string;
   /** A local built tree to copy to kubitRoot on every host; absent: it is installed there already. */
@@ -187,6 +194,25 @@ function cidr(f: Fields, key: string, fallback: string): string {
   return v;
 }
 
+function ipv4Number(s: string): number {
+  return s.split('.').reduce((n, x) => n * 256 + Number(x), 0);
+}
+
+/** A pool of addresses: a CIDR (10.0.0.192/27) or a range (10.0.0.200-10.0.0.250), as the controller manager takes it. */
+function addressRange(f: Fields, key: string, fallback: string): string {
+  const v = f.string(key, fallback);
+  const range = /^([\d.]+)-([\d.]+)$/.exec(v);
+  if (range) {
+    const [, first = '', last = ''] = range;
+    if (isIpv4(first) && isIpv4(last) && ipv4Number(first) <= ipv4Number(last)) return v;
+  } else {
+    const [ip, bits] = v.split('/');
+    const n = Number(bits);
+    if (isIpv4(ip ?? '') && Number.isInteger(n) && n >= 16 && n <= 32) return v;
+  }
+  f.fail(key, `"${v}" must be an IPv4 range FIRST-LAST (FIRST <= LAST) or a CIDR from /16 to /32`);
+}
+
 /** Parses and checks an inventory; relative paths (ssh keys) are resolved against `baseDir`. */
 export function parseInventory(text: string, source: string, baseDir: string): Inventory {
   let doc: unknown;
@@ -198,7 +224,7 @@ export function parseInventory(text: string, source: string, baseDir: string): I
   const top = Fields.of(source, '', doc);
   top.only(['cluster', 'kubit', 'registry', 'ssh', 'prefix', 'controlPlane', 'nodes']);
   const cluster = top.sub('cluster');
-  cluster.only(['name', 'clusterCidr']);
+  cluster.only(['name', 'clusterCidr', 'loadBalancerRange']);
   const clusterName = cluster.string('name', 'kubit');
   if (!NAME.test(clusterName) || clusterName.length > 20) {
     cluster.fail('name', `"${clusterName}" must be a lowercase DNS label of at most 20 characters`);
@@ -253,9 +279,12 @@ export function parseInventory(text: string, source: string, baseDir: string): I
     return host(f, sshDefaults, prefix, baseDir);
   });
 
+  const apiserverHost = controlPlane.find((h) => h.roles.includes('apiserver'));
+  const lan = (apiserverHost?.address ?? '10.0.0.1').split('.').slice(0, 3).join('.');
   const inv: Inventory = {
     clusterName,
     clusterCidr: cidr(cluster, 'clusterCidr', '10.244.0.0/16'),
+    loadBalancerRange: addressRange(cluster, 'loadBalancerRange', `${lan}.200-${lan}.250`),
     kubitRoot,
     ...(kubitCopyFrom ? { kubitCopyFrom } : {}),
     kubitRun: kubitRun as Inventory['kubitRun'],

@@ -6,8 +6,10 @@ import { certKubeconfigYaml } from '@kubit/client';
 import { apiserverArgs, controllerManagerArgs, schedulerArgs } from '@kubit/daemon/daemon-args';
 import type { Command, DaemonRunner } from '../commands.js';
 import { envFileText } from '../env-files.js';
+import { CLUSTER_DNS_IP, CLUSTER_DOMAIN, SERVICE_CIDR } from '../host-network.js';
 import { fillTemplate, SANDBOX_IMAGE } from '../node-runtime.js';
 import { type Host, hostWithRole, type Inventory, storeHosts } from './inventory.js';
+import { shQuote } from './ssh.js';
 
 export const PORTS = {
   storeClient: 2379,
@@ -17,7 +19,20 @@ export const PORTS = {
   controllerManager: 10257,
   scheduler: 10259,
   kubelet: 10250,
+  proxyHealthz: 10256,
+  proxyMetrics: 10249,
+  dns: 53,
+  dnsHealth: 8080,
+  dnsMetrics: 9153,
 } as const;
+
+/**
+ * Cluster DNS runs on the first two node hosts (two endpoints: one host's loss
+ * leaves names resolving), as on the one-machine cluster.
+ */
+export function dnsHosts(inv: Inventory): Host[] {
+  return inv.nodes.slice(0, 2);
+}
 
 /** Where things live on a host, under its prefix ('' on a real machine). */
 export interface HostPaths {
@@ -132,6 +147,20 @@ function daemon(inv: Inventory, pkg: string, name: string, flags: string[]): Com
   };
 }
 
+/**
+ * The script that removes kubit-proxy's nft table on a node host (`kubit-proxy
+ * --cleanup` in the host's own network namespace, which is the ssh session's):
+ * a stopped proxy leaves its rules in the kernel for the next start to take
+ * over, so `down` removes them.
+ */
+export function proxyCleanupScript(inv: Inventory): string {
+  const entry =
+    inv.kubitRun === 'source'
+      ? ['--conditions=kubit-source', '--import', 'tsx', `${inv.kubitRoot}/packages/proxy/src/main.ts`]
+      : [`${inv.kubitRoot}/packages/proxy/dist/src/main.js`];
+  return `cd ${shQuote(inv.kubitRoot)} && ${[inv.nodePath, ...entry, '--cleanup'].map(shQuote).join(' ')}\n`;
+}
+
 function commandsFor(inv: Inventory, h: Host, p: HostPaths): [UnitRef, Command][] {
   const out: [UnitRef, Command][] = [];
   const pki = (n: string) => [`${p.pki}/${n}.crt`, `${p.pki}/${n}.key`] as const;
@@ -183,6 +212,11 @@ function commandsFor(inv: Inventory, h: Host, p: HostPaths): [UnitRef, Command][
         'kubit-apiserver',
         apiserverArgs({
           bindAddress: a,
+          // The `kubernetes` Service's endpoint: pods reach the apiserver there through kubit-proxy.
+          advertiseAddress: a,
+          serviceClusterIpRange: SERVICE_CIDR,
+          serviceAccountSigningKeyFile: `${p.pki}/sa.key`,
+          serviceAccountKeyFiles: [`${p.pki}/sa.pub`],
           securePort: PORTS.apiserver,
           tlsCertFile: cert,
           tlsPrivateKeyFile: key,
@@ -226,7 +260,7 @@ function commandsFor(inv: Inventory, h: Host, p: HostPaths): [UnitRef, Command][
           bindAddress: a,
           securePort: PORTS.controllerManager,
           clusterCidr: inv.clusterCidr,
-        }),
+        }).concat([`--root-ca-file=${ca}`, `--load-balancer-ip-range=${inv.loadBalancerRange}`]),
       ),
     ]);
   }
@@ -267,8 +301,38 @@ function commandsFor(inv: Inventory, h: Host, p: HostPaths): [UnitRef, Command][
         `--cni-conf-template=${p.cniTemplate}`,
         `--cni-bridge-name=${NODE_BRIDGE}`,
         `--cni-network-name=${nodeNetworkName(inv, h)}`,
+        `--cluster-dns=${CLUSTER_DNS_IP}`,
+        `--cluster-domain=${CLUSTER_DOMAIN}`,
       ]),
     ]);
+    // kubit-proxy programs this host's own network namespace (no --network-namespace).
+    out.push([
+      unit('kubit-proxy.service'),
+      daemon(inv, 'proxy', 'kubit-proxy', [
+        `--kubeconfig=${p.kubeconfigs}/kube-proxy.kubeconfig`,
+        `--hostname-override=${h.name}`,
+        `--cluster-cidr=${inv.clusterCidr}`,
+        `--healthz-bind-address=${a}:${PORTS.proxyHealthz}`,
+        `--metrics-bind-address=127.0.0.1:${PORTS.proxyMetrics}`,
+      ]),
+    ]);
+    if (dnsHosts(inv).some((n) => n.name === h.name)) {
+      // On the host's address only: a local resolver on 127.0.0.53:53 (systemd-resolved) does not collide.
+      out.push([
+        unit('kubit-dns@.service', h.name),
+        daemon(inv, 'dns', `kubit-dns-${h.name}`, [
+          `--kubeconfig=${p.kubeconfigs}/kubit-dns.kubeconfig`,
+          `--hostname-override=${h.name}`,
+          `--bind-address=${a}`,
+          `--port=${PORTS.dns}`,
+          `--health-port=${PORTS.dnsHealth}`,
+          `--metrics-port=${PORTS.dnsMetrics}`,
+          `--advertise-address=${a}`,
+          `--cluster-dns-ip=${CLUSTER_DNS_IP}`,
+          `--cluster-domain=${CLUSTER_DOMAIN}`,
+        ]),
+      ]);
+    }
   }
   return out;
 }
@@ -313,6 +377,11 @@ export function planHost(inv: Inventory, h: Host, templates: Templates): HostPla
   files.push({ path: `${p.pki}/ca.crt`, content: { localPki: 'ca.crt' }, mode: 0o644 });
   const cp = inv.controlPlane.find((c) => c.name === h.name);
   for (const role of cp?.roles ?? []) for (const c of CERTS[role]) cert(c);
+  if (cp?.roles.includes('apiserver')) {
+    // The ServiceAccount token key pair: the apiserver signs with sa.key and verifies with sa.pub.
+    files.push({ path: `${p.pki}/sa.key`, content: { localPki: 'sa.key' }, mode: 0o600 });
+    files.push({ path: `${p.pki}/sa.pub`, content: { localPki: 'sa.pub' }, mode: 0o644 });
+  }
   const server = apiserverUrl(inv);
   const kubeconfig = (file: string, certName: string, user: string) =>
     text(
@@ -335,6 +404,12 @@ export function planHost(inv: Inventory, h: Host, templates: Templates): HostPla
     cert(`kubelet-${h.name}`);
     cert(`kubelet-${h.name}-server`);
     kubeconfig('kubelet.kubeconfig', `kubelet-${h.name}`, `system:node:${h.name}`);
+    cert('kube-proxy');
+    kubeconfig('kube-proxy.kubeconfig', 'kube-proxy', 'system:kube-proxy');
+    if (dnsHosts(inv).some((n) => n.name === h.name)) {
+      cert('kubit-dns');
+      kubeconfig('kubit-dns.kubeconfig', 'kubit-dns', 'system:kubit-dns');
+    }
     text(
       p.containerdConfig,
       fillTemplate(templates.containerdConfig, {
