@@ -106,6 +106,12 @@ export type {
   Status as MetaStatus,
 } from 'kubernetes-types/meta/v1.js';
 export type {
+  PodDisruptionBudget,
+  PodDisruptionBudgetList,
+  PodDisruptionBudgetSpec,
+  PodDisruptionBudgetStatus,
+} from 'kubernetes-types/policy/v1.js';
+export type {
   AggregationRule,
   ClusterRole,
   ClusterRoleBinding,
@@ -353,6 +359,15 @@ export const kinds: readonly KindInfo[] = Object.freeze([
     resource: 'events',
     namespaced: true,
     shortNames: ['ev'],
+  }),
+  define({
+    group: 'policy',
+    version: 'v1',
+    kind: 'PodDisruptionBudget',
+    resource: 'poddisruptionbudgets',
+    namespaced: true,
+    shortNames: ['pdb'],
+    subresources: ['status'],
   }),
 ]);
 

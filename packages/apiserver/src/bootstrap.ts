@@ -135,6 +135,14 @@ export const bootstrapClusterRoles: KObject[] = [
       ],
       verbs: [...READ, ...WRITE, 'deletecollection'],
     },
+    // Disruption controller: each PodDisruptionBudget's status; the namespace controller
+    // deletes them with their namespace.
+    {
+      apiGroups: ['policy'],
+      resources: ['poddisruptionbudgets'],
+      verbs: [...READ, 'delete', 'deletecollection'],
+    },
+    { apiGroups: ['policy'], resources: ['poddisruptionbudgets/status'], verbs: ['update', 'patch'] },
     // Namespace controller: marks, empties and finalizes namespaces.
     { apiGroups: [''], resources: ['namespaces'], verbs: [...READ, 'delete'] },
     { apiGroups: [''], resources: ['namespaces/finalize', 'namespaces/status'], verbs: ['update'] },

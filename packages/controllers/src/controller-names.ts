@@ -15,6 +15,7 @@ export const KNOWN_CONTROLLERS = [
   'endpointslice',
   'endpointslicemirroring',
   'service-lb-ipam',
+  'disruption',
 ] as const;
 export type ControllerName = (typeof KNOWN_CONTROLLERS)[number];
 

@@ -11,6 +11,16 @@ export {
   proportionalSizes,
 } from './deployment/controller.js';
 export * from './deployment/util.js';
+export {
+  type BudgetStatus,
+  countHealthy,
+  DELETION_TIMEOUT_MS,
+  expectedPods,
+  nextStatus,
+  pdbResource,
+  standingDisruptions,
+} from './disruption/budget.js';
+export * from './disruption/controller.js';
 export * from './endpoints/endpoints-controller.js';
 export * from './endpoints/endpointslice-controller.js';
 export * from './endpoints/mirroring.js';

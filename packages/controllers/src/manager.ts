@@ -7,6 +7,8 @@ import type { Cluster } from './cluster.js';
 import { type Controller, runWorkers } from './controller.js';
 import type { ControllerName } from './controller-names.js';
 import { DeploymentController } from './deployment/controller.js';
+import { pdbResource } from './disruption/budget.js';
+import { DisruptionController } from './disruption/controller.js';
 import { EndpointsController } from './endpoints/endpoints-controller.js';
 import { EndpointSliceController } from './endpoints/endpointslice-controller.js';
 import { EndpointSliceMirroringController } from './endpoints/mirroring-controller.js';
@@ -161,6 +163,15 @@ export class ControllerManager {
           log,
         }),
       );
+    }
+    if (on.has('disruption')) {
+      // Its informer would wait for ever on an apiserver without PodDisruptionBudgets.
+      if (served(pdbResource)) {
+        this.controllers.push(
+          new DisruptionController(cluster, this.informers, { events: events('controllermanager'), log }),
+        );
+      } else
+        log.warn('the apiserver serves no policy/v1 PodDisruptionBudgets; disruption controller not started');
     }
     if (on.has('service-lb-ipam') && opts.loadBalancerIPRange) {
       this.controllers.push(

@@ -13,6 +13,7 @@ import {
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf } from './cluster.js';
 import type { Controller } from './controller.js';
+import { pdbResource } from './disruption/budget.js';
 
 import type { Namespace } from './types.js';
 
@@ -38,6 +39,7 @@ export const namespacedForCleanup: readonly ResourceRef[] = [
   resources.serviceaccounts,
   resources.leases,
   resources.events,
+  pdbResource,
 ];
 
 export class NamespaceController implements Controller {

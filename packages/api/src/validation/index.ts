@@ -34,6 +34,7 @@ import {
   validateObjectMetaUpdate,
 } from './meta.js';
 import { validateBindingTarget, validatePodSpec, validatePodSpecUpdate } from './pod.js';
+import { validatePodDisruptionBudget } from './policy.js';
 import {
   validateEndpointSlice,
   validateEndpointSliceUpdate,
@@ -95,6 +96,7 @@ const validators: Record<string, KindValidator> = {
   'apps/ReplicaSet': { name: nameIsDNSSubdomain, create: validateReplicaSet, update: validateSelectorUpdate },
   'apps/Deployment': { name: nameIsDNSSubdomain, create: validateDeployment, update: validateSelectorUpdate },
   'events.k8s.io/Event': { name: nameIsDNSSubdomain, create: validateEventsV1Event },
+  'policy/PodDisruptionBudget': { name: nameIsDNSSubdomain, create: validatePodDisruptionBudget },
 };
 
 function validatorFor(info: KindInfo): KindValidator | undefined {
@@ -176,4 +178,5 @@ export function assertValidUpdate(newObj: unknown, oldObj: unknown): void {
   if (errs.length > 0) throw invalidError(newObj, errs);
 }
 
+export { UNHEALTHY_POD_EVICTION_POLICIES, validateLabelSelector } from './policy.js';
 export { validateObjectMeta, validateObjectMetaUpdate, validatePodSpec, validatePodSpecUpdate };

@@ -19,6 +19,7 @@ import {
   serviceaccounts,
 } from './core.js';
 import { pods } from './pods.js';
+import { poddisruptionbudgets } from './policy.js';
 import { endpoints, endpointslices, serviceKind, services } from './services.js';
 import { groupVersion, type KindDef } from './types.js';
 
@@ -90,5 +91,6 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     clusterrolebindings,
     replicasets,
     deployments,
+    poddisruptionbudgets,
   ];
 }

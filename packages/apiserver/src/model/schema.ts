@@ -484,6 +484,34 @@ export const schemas = {
     spec: S.obj({ token: S.str, audiences: strList }),
     status: S.any,
   }),
+  /** policy/v1 PodDisruptionBudget. */
+  podDisruptionBudget: S.obj({
+    ...typeMeta,
+    spec: S.obj({
+      minAvailable: S.intOrStr,
+      selector: labelSelector,
+      maxUnavailable: S.intOrStr,
+      unhealthyPodEvictionPolicy: S.str,
+    }),
+    status: S.obj({
+      observedGeneration: S.int,
+      disruptedPods: strMap,
+      disruptionsAllowed: S.int,
+      currentHealthy: S.int,
+      desiredHealthy: S.int,
+      expectedPods: S.int,
+      conditions: S.list(
+        S.obj({
+          type: S.str,
+          status: S.str,
+          observedGeneration: S.int,
+          lastTransitionTime: S.str,
+          reason: S.str,
+          message: S.str,
+        }),
+      ),
+    }),
+  }),
   /** policy/v1 Eviction, the body of pods/<name>/eviction. */
   eviction: S.obj({ ...typeMeta, deleteOptions }),
   selfSubjectAccessReview: S.obj({

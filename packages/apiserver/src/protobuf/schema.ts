@@ -60,6 +60,7 @@ const KINDS: Record<string, string> = {
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': 'k8s.io.api.rbac.v1.ClusterRoleBinding',
   'events.k8s.io/v1/Event': 'k8s.io.api.events.v1.Event',
   'policy/v1/Eviction': 'k8s.io.api.policy.v1.Eviction',
+  'policy/v1/PodDisruptionBudget': 'k8s.io.api.policy.v1.PodDisruptionBudget',
   'coordination.k8s.io/v1/Lease': 'k8s.io.api.coordination.v1.Lease',
   'authorization.k8s.io/v1/SelfSubjectAccessReview': 'k8s.io.api.authorization.v1.SelfSubjectAccessReview',
   'authorization.k8s.io/v1/SubjectAccessReview': 'k8s.io.api.authorization.v1.SubjectAccessReview',
