@@ -154,6 +154,28 @@ export function defaultReplicaSet(rs: Obj): Obj {
   return rs;
 }
 
+/**
+ * A ReplicationController's selector and labels default to its template's labels
+ * (when it has some), and its replicas to 1, as Kubernetes' SetDefaults_ReplicationController.
+ */
+export function defaultReplicationController(rc: Obj): Obj {
+  const spec = child(rc, 'spec');
+  if (!spec) return rc;
+  const template = own(spec, 'template');
+  const tmeta = isObj(template) ? own(template, 'metadata') : undefined;
+  const labels = isObj(tmeta) ? own(tmeta, 'labels') : undefined;
+  if (isObj(labels)) {
+    const selector = own(spec, 'selector');
+    if (!isObj(selector) || Object.keys(selector).length === 0) spec.selector = { ...labels };
+    const meta = child(rc, 'metadata');
+    const own_ = meta ? own(meta, 'labels') : undefined;
+    if (meta && (!isObj(own_) || Object.keys(own_).length === 0)) meta.labels = { ...labels };
+  }
+  setDefault(spec, 'replicas', 1);
+  defaultTemplate(spec);
+  return rc;
+}
+
 export function defaultDeployment(d: Obj): Obj {
   const spec = child(d, 'spec');
   if (!spec) return d;
@@ -210,6 +232,7 @@ const DEFAULTERS: Record<string, (o: Obj) => Obj> = {
   'v1/Node': defaultNode,
   'v1/Namespace': defaultNamespace,
   'v1/Secret': defaultSecret,
+  'v1/ReplicationController': defaultReplicationController,
   'apps/v1/ReplicaSet': defaultReplicaSet,
   'apps/v1/Deployment': defaultDeployment,
   'rbac.authorization.k8s.io/v1/RoleBinding': defaultRoleBinding,

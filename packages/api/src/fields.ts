@@ -182,6 +182,7 @@ export const SUPPORTED_FIELDS: Readonly<Record<string, readonly string[]>> = {
   secrets: [...COMMON, 'type'],
   namespaces: [...COMMON, 'status.phase'],
   replicasets: [...COMMON, 'status.replicas'],
+  replicationcontrollers: [...COMMON, 'status.replicas'],
 };
 
 export function supportedFields(resource: string): readonly string[] {

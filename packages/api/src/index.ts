@@ -20,6 +20,7 @@ export {
   validateDeployment,
   validateNode,
   validateReplicaSet,
+  validateReplicationController,
 } from './validation/kinds.js';
 export {
   immutable,

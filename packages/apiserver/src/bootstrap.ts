@@ -123,6 +123,12 @@ export const bootstrapClusterRoles: KObject[] = [
     // Node lifecycle (taints, conditions) and node IPAM (podCIDR).
     { apiGroups: [''], resources: ['nodes'], verbs: [...READ, 'update', 'patch'] },
     { apiGroups: [''], resources: ['nodes/status'], verbs: ['update', 'patch'] },
+    // Replication controller (core/v1 ReplicationControllers).
+    {
+      apiGroups: [''],
+      resources: ['replicationcontrollers', 'replicationcontrollers/status', 'replicationcontrollers/scale'],
+      verbs: [...READ, ...WRITE, 'deletecollection'],
+    },
     {
       apiGroups: ['apps'],
       resources: [

@@ -35,6 +35,7 @@ export const resources = {
   secrets: ref('', 'v1', 'secrets', 'Secret', true),
   serviceaccounts: ref('', 'v1', 'serviceaccounts', 'ServiceAccount', true),
   bindings: ref('', 'v1', 'bindings', 'Binding', true),
+  replicationcontrollers: ref('', 'v1', 'replicationcontrollers', 'ReplicationController', true),
   replicasets: ref('apps', 'v1', 'replicasets', 'ReplicaSet', true),
   deployments: ref('apps', 'v1', 'deployments', 'Deployment', true),
   leases: ref('coordination.k8s.io', 'v1', 'leases', 'Lease', true),

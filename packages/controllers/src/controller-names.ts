@@ -3,6 +3,7 @@
 
 export const KNOWN_CONTROLLERS = [
   'replicaset',
+  'replicationcontroller',
   'deployment',
   'nodeipam',
   'nodelifecycle',

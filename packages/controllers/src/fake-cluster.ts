@@ -34,7 +34,14 @@ export interface WriteRecord {
 }
 
 const SUFFIX_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
-const WITH_STATUS = new Set(['pods', 'replicasets', 'deployments', 'nodes', 'namespaces']);
+const WITH_STATUS = new Set([
+  'pods',
+  'replicasets',
+  'replicationcontrollers',
+  'deployments',
+  'nodes',
+  'namespaces',
+]);
 
 export class FakeCluster implements Cluster {
   private readonly objects = new Map<string, KubeObject>();

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// kubit-controller-manager: runs the controllers (replicaset, deployment, node
-// IPAM, node lifecycle, garbage collector, namespace, pod GC, endpoint,
-// endpointslice, endpointslicemirroring, service-lb-ipam) against the apiserver,
+// kubit-controller-manager: runs the controllers (replicaset,
+// replicationcontroller, deployment, node IPAM, node lifecycle, garbage
+// collector, namespace, pod GC, endpoint, endpointslice,
+// endpointslicemirroring, service-lb-ipam) against the apiserver,
 // with Lease leader election so only one replica acts at a time.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -58,7 +59,7 @@ const boolArg = (v: string): boolean => {
 
 const program = new Command('kubit-controller-manager')
   .description(
-    'Runs the Kubit controllers: replicaset, deployment, nodeipam, nodelifecycle, garbagecollector, namespace, podgc, endpoint, endpointslice, endpointslicemirroring, service-lb-ipam.',
+    'Runs the Kubit controllers: replicaset, replicationcontroller, deployment, nodeipam, nodelifecycle, garbagecollector, namespace, podgc, endpoint, endpointslice, endpointslicemirroring, service-lb-ipam.',
   )
   .option('--kubeconfig <file>', 'kubeconfig with the apiserver address and credentials')
   .option('--master <url>', 'apiserver address (overrides the kubeconfig)')

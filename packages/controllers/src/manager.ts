@@ -21,7 +21,7 @@ import { NamespaceController, namespacedForCleanup } from './namespace.js';
 import { NodeIpamController } from './nodeipam.js';
 import { NodeLifecycleController } from './nodelifecycle.js';
 import { PodGarbageCollector } from './podgc.js';
-import { ReplicaSetController } from './replicaset.js';
+import { ReplicaSetController, ReplicationManager } from './replicaset.js';
 import type { ServedFilter } from './served.js';
 import { RootCAPublisher, ServiceAccountsController } from './serviceaccounts.js';
 
@@ -56,6 +56,7 @@ export interface ManagerOptions {
 export const GC_RESOURCES: readonly ResourceRef[] = [
   resources.deployments,
   resources.replicasets,
+  resources.replicationcontrollers,
   resources.pods,
   resources.services,
   resources.endpoints,
@@ -89,6 +90,11 @@ export class ControllerManager {
     if (on.has('replicaset')) {
       this.controllers.push(
         new ReplicaSetController(cluster, this.informers, { log, events: events('replicaset-controller') }),
+      );
+    }
+    if (on.has('replicationcontroller')) {
+      this.controllers.push(
+        new ReplicationManager(cluster, this.informers, { log, events: events('replication-controller') }),
       );
     }
     if (on.has('deployment')) {

@@ -31,6 +31,7 @@ export interface NamespaceControllerOptions {
 export const namespacedForCleanup: readonly ResourceRef[] = [
   resources.deployments,
   resources.replicasets,
+  resources.replicationcontrollers,
   resources.pods,
   resources.services,
   resources.endpoints,

@@ -1,9 +1,18 @@
 // The ReplicaSet controller: keeps `spec.replicas` pods matching the selector
 // alive, adopting orphans and releasing pods that stopped matching, and reports
 // status. Expectations keep it from acting twice on a cache that has not yet
-// seen its own creates and deletes.
+// seen its own creates and deletes. The same implementation, over a
+// `ReplicatedKind`, is the replication controller (core/v1
+// ReplicationControllers, whose label-map selector becomes matchLabels), as
+// Kubernetes' ReplicationManager wraps its ReplicaSet controller.
 import { isConflict, isNotFound } from '@kubit/api';
-import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory } from '@kubit/client';
+import {
+  type Informer,
+  RateLimitingQueue,
+  type ResourceRef,
+  resources,
+  type SharedInformerFactory,
+} from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from './cluster.js';
 import type { Controller } from './controller.js';
@@ -13,12 +22,54 @@ import { compileSelector, labelsContain } from './labels.js';
 import { controllerOf, isPodActive, isPodAvailable, isPodReady, ownerRefFor } from './objects.js';
 import { podsToDelete } from './pod-ranking.js';
 
-import type { OwnerReference, Pod, ReplicaSet } from './types.js';
+import type { LabelSelector, OwnerReference, Pod, ReplicaSet } from './types.js';
 
 /** At most this many creates or deletes per sync (Kubernetes' burstReplicas). */
 export const BURST_REPLICAS = 500;
 
+/** The kind a replica controller keeps pods for, and how to read its selector. */
+export interface ReplicatedKind {
+  /** The controller's name (--controllers). */
+  name: string;
+  resource: ResourceRef;
+  kind: string;
+  apiVersion: string;
+  /** The pod selector as a LabelSelector; undefined selects nothing. */
+  selector(o: ReplicaSet): LabelSelector | undefined;
+}
+
+export const REPLICA_SETS: ReplicatedKind = {
+  name: 'replicaset',
+  resource: resources.replicasets,
+  kind: 'ReplicaSet',
+  apiVersion: 'apps/v1',
+  selector: (rs) => rs.spec?.selector,
+};
+
+// One LabelSelector per (never mutated) cached selector map, so compiled matchers are reused.
+const asMatchLabels = new WeakMap<object, LabelSelector>();
+
+export const REPLICATION_CONTROLLERS: ReplicatedKind = {
+  name: 'replicationcontroller',
+  resource: resources.replicationcontrollers,
+  kind: 'ReplicationController',
+  apiVersion: 'v1',
+  selector(rc) {
+    const map = rc.spec?.selector as unknown as Record<string, string> | undefined;
+    // An empty map is refused by validation; never let it select every pod.
+    if (!map || typeof map !== 'object' || Object.keys(map).length === 0) return undefined;
+    let sel = asMatchLabels.get(map);
+    if (!sel) {
+      sel = { matchLabels: map };
+      asMatchLabels.set(map, sel);
+    }
+    return sel;
+  },
+};
+
 export interface ReplicaSetControllerOptions {
+  /** The kind it keeps pods for: ReplicaSets unless told. */
+  kind?: ReplicatedKind;
   now?: () => number;
   burstReplicas?: number;
   events?: EventSink;
@@ -28,7 +79,7 @@ export interface ReplicaSetControllerOptions {
 type RSStatus = NonNullable<ReplicaSet['status']>;
 
 export class ReplicaSetController implements Controller {
-  readonly name = 'replicaset';
+  readonly name: string;
   readonly queue = new RateLimitingQueue<string>();
   readonly expectations: Expectations;
   private readonly rsInformer: Informer<ReplicaSet>;
@@ -36,17 +87,20 @@ export class ReplicaSetController implements Controller {
   private readonly now: () => number;
   private readonly burst: number;
   private readonly events: EventSink;
+  private readonly kind: ReplicatedKind;
 
   constructor(
     private readonly cluster: Cluster,
     informers: SharedInformerFactory,
     opts: ReplicaSetControllerOptions = {},
   ) {
+    this.kind = opts.kind ?? REPLICA_SETS;
+    this.name = this.kind.name;
     this.now = opts.now ?? Date.now;
     this.burst = opts.burstReplicas ?? BURST_REPLICAS;
     this.events = opts.events ?? noEvents;
     this.expectations = new Expectations(this.now);
-    this.rsInformer = informers.forResource<ReplicaSet>(resources.replicasets);
+    this.rsInformer = informers.forResource<ReplicaSet>(this.kind.resource);
     this.podInformer = informers.forResource<Pod>(resources.pods);
     this.rsInformer.addEventHandler({
       onAdd: (rs) => this.queue.add(keyOf(rs)),
@@ -66,7 +120,7 @@ export class ReplicaSetController implements Controller {
   // ---- event handlers: turn pod events into RS keys ----
 
   private ownerKey(p: Pod, ref: OwnerReference | undefined = controllerOf(p)): string | undefined {
-    if (ref?.kind !== 'ReplicaSet' || ref.apiVersion !== 'apps/v1') return undefined;
+    if (ref?.kind !== this.kind.kind || ref.apiVersion !== this.kind.apiVersion) return undefined;
     const key = `${p.metadata?.namespace}/${ref.name}`;
     const rs = this.rsInformer.store.getByKey(key);
     return rs && rs.metadata?.uid === ref.uid ? key : undefined;
@@ -74,7 +128,7 @@ export class ReplicaSetController implements Controller {
 
   private enqueueMatching(p: Pod): void {
     for (const rs of this.rsInformer.store.listInNamespace(p.metadata?.namespace ?? '')) {
-      if (compileSelector(rs.spec?.selector)(p.metadata?.labels)) this.queue.add(keyOf(rs));
+      if (compileSelector(this.kind.selector(rs))(p.metadata?.labels)) this.queue.add(keyOf(rs));
     }
   }
 
@@ -168,7 +222,7 @@ export class ReplicaSetController implements Controller {
 
   /** Adopts matching orphans, releases owned pods that no longer match; returns the pods it owns. */
   private async claimPods(rs: ReplicaSet, pods: Pod[]): Promise<Pod[]> {
-    const matches = compileSelector(rs.spec?.selector);
+    const matches = compileSelector(this.kind.selector(rs));
     const uid = rs.metadata?.uid;
     const deleting = rs.metadata?.deletionTimestamp !== undefined;
     const owned: Pod[] = [];
@@ -197,7 +251,7 @@ export class ReplicaSetController implements Controller {
   private async stillCurrent(rs: ReplicaSet): Promise<boolean> {
     try {
       const fresh = await this.cluster.get<ReplicaSet>(
-        resources.replicasets,
+        this.kind.resource,
         rs.metadata?.namespace,
         rs.metadata?.name ?? '',
       );
@@ -210,7 +264,10 @@ export class ReplicaSetController implements Controller {
 
   private async adopt(rs: ReplicaSet, p: Pod): Promise<Pod | undefined> {
     const next = structuredClone(p);
-    next.metadata!.ownerReferences = [...(p.metadata?.ownerReferences ?? []), ownerRefFor(rs, 'ReplicaSet')];
+    next.metadata!.ownerReferences = [
+      ...(p.metadata?.ownerReferences ?? []),
+      ownerRefFor(rs, this.kind.kind, this.kind.apiVersion),
+    ];
     try {
       return await this.cluster.update(resources.pods, next);
     } catch (err) {
@@ -276,7 +333,7 @@ export class ReplicaSetController implements Controller {
       const size = Math.min(batch, remaining);
       const results = await Promise.allSettled(
         Array.from({ length: size }, () =>
-          this.cluster.create(resources.pods, rs.metadata?.namespace, podFromTemplate(rs)),
+          this.cluster.create(resources.pods, rs.metadata?.namespace, podFromTemplate(rs, this.kind)),
         ),
       );
       const failed: PromiseRejectedResult[] = [];
@@ -331,7 +388,7 @@ export class ReplicaSetController implements Controller {
     let current = rs;
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.cluster.update(resources.replicasets, { ...current, status }, 'status');
+        await this.cluster.update(this.kind.resource, { ...current, status }, 'status');
         return status;
       } catch (err) {
         if (!isConflict(err) || attempt >= 1) {
@@ -339,7 +396,7 @@ export class ReplicaSetController implements Controller {
           throw err;
         }
         current = await this.cluster.get<ReplicaSet>(
-          resources.replicasets,
+          this.kind.resource,
           rs.metadata?.namespace,
           rs.metadata?.name ?? '',
         );
@@ -359,8 +416,8 @@ function normalize(s: RSStatus | undefined) {
   };
 }
 
-/** The pod a ReplicaSet creates: its template, named `<rs>-xxxxx`, owned by it. */
-export function podFromTemplate(rs: ReplicaSet): Pod {
+/** The pod a ReplicaSet (or ReplicationController) creates: its template, named `<rs>-xxxxx`, owned by it. */
+export function podFromTemplate(rs: ReplicaSet, kind: ReplicatedKind = REPLICA_SETS): Pod {
   const t = rs.spec?.template;
   const meta = t?.metadata ?? {};
   return {
@@ -372,8 +429,19 @@ export function podFromTemplate(rs: ReplicaSet): Pod {
       labels: meta.labels ? { ...meta.labels } : undefined,
       annotations: meta.annotations ? { ...meta.annotations } : undefined,
       finalizers: meta.finalizers ? [...meta.finalizers] : undefined,
-      ownerReferences: [ownerRefFor(rs, 'ReplicaSet')],
+      ownerReferences: [ownerRefFor(rs, kind.kind, kind.apiVersion)],
     },
     spec: structuredClone(t?.spec ?? { containers: [] }),
   };
+}
+
+/** The replication controller: the ReplicaSet controller over core/v1 ReplicationControllers. */
+export class ReplicationManager extends ReplicaSetController {
+  constructor(
+    cluster: Cluster,
+    informers: SharedInformerFactory,
+    opts: Omit<ReplicaSetControllerOptions, 'kind'> = {},
+  ) {
+    super(cluster, informers, { ...opts, kind: REPLICATION_CONTROLLERS });
+  }
 }

@@ -111,6 +111,7 @@ const SCHEMAS: Readonly<Record<string, PatchSchema>> = {
   'rbac.authorization.k8s.io/v1/ClusterRole': PLAIN,
   'rbac.authorization.k8s.io/v1/RoleBinding': PLAIN,
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': PLAIN,
+  'v1/ReplicationController': REPLICA_SET,
   'apps/v1/ReplicaSet': REPLICA_SET,
   'apps/v1/Deployment': DEPLOYMENT,
   'events.k8s.io/v1/Event': PLAIN,

@@ -462,6 +462,56 @@ export function validateReplicaSet(rs: Obj, errs: FieldError[]): void {
   validateSelectorAndTemplate(spec, errs);
 }
 
+/**
+ * core/v1 ReplicationController, as Kubernetes' ValidateReplicationControllerSpec: a
+ * non-empty map selector (defaulting copies the template's labels into an empty one)
+ * that the template's labels match, and a template that restarts Always.
+ */
+export function validateReplicationController(rc: Obj, errs: FieldError[]): void {
+  const spec = objAt(own(rc, 'spec'), 'spec', errs) ?? {};
+  nonNegative(
+    intAt(own(spec, 'minReadySeconds'), 'spec.minReadySeconds', errs),
+    'spec.minReadySeconds',
+    errs,
+  );
+  const selectorV = own(spec, 'selector');
+  const selector = new Map(stringMapAt(selectorV, 'spec.selector', errs));
+  if (selector.size === 0) errs.push(fieldErrors.required('spec.selector'));
+  else validateLabels(selectorV, 'spec.selector', errs);
+  nonNegative(intAt(own(spec, 'replicas'), 'spec.replicas', errs), 'spec.replicas', errs);
+  const templateV = own(spec, 'template');
+  const template = objAt(templateV, 'spec.template', errs);
+  if (!template) {
+    if (templateV === undefined || templateV === null) errs.push(fieldErrors.required('spec.template'));
+    return;
+  }
+  const tmeta = objAt(own(template, 'metadata'), 'spec.template.metadata', errs);
+  const labels = tmeta ? own(tmeta, 'labels') : undefined;
+  validateLabels(labels, 'spec.template.metadata.labels', errs);
+  const has = isObj(labels) ? (labels as Record<string, unknown>) : {};
+  if (selector.size > 0 && [...selector].some(([k, v]) => has[k] !== v)) {
+    errs.push(
+      fieldErrors.invalid(
+        'spec.template.metadata.labels',
+        labels ?? null,
+        '`selector` does not match template `labels`',
+      ),
+    );
+  }
+  const podSpec = own(template, 'spec');
+  validatePodSpec(podSpec, 'spec.template.spec', errs, { allowedRestartPolicies: ['Always'] });
+  const deadline = isObj(podSpec) ? own(podSpec, 'activeDeadlineSeconds') : undefined;
+  if (deadline !== undefined && deadline !== null) {
+    errs.push(
+      fieldErrors.invalid(
+        'spec.template.spec.activeDeadlineSeconds',
+        deadline,
+        'activeDeadlineSeconds in ReplicationController is not Supported',
+      ),
+    );
+  }
+}
+
 export function validateDeployment(d: Obj, errs: FieldError[]): void {
   const spec = objAt(own(d, 'spec'), 'spec', errs);
   if (!spec) {

@@ -1,8 +1,10 @@
-// apps/v1 ReplicaSets and Deployments: the status strategy, the scale
-// subresource and the columns of `kubectl get rs` / `kubectl get deploy`.
+// apps/v1 ReplicaSets and Deployments, and core/v1 ReplicationControllers (the
+// ReplicaSet's predecessor, with a plain label map for a selector): the status
+// strategy, the scale subresource and the columns of `kubectl get rs` /
+// `kubectl get deploy` / `kubectl get rc`.
 // Defaulting and validation (selector vs template labels, strategy rules,
 // immutable selector) come from @kubit/api.
-import { defaultDeployment, defaultReplicaSet } from '@kubit/api';
+import { defaultDeployment, defaultReplicaSet, defaultReplicationController } from '@kubit/api';
 import { schemas } from '../model/schema.js';
 import { selectorText } from '../model/selectors.js';
 import type { KObject } from '../storage.js';
@@ -30,12 +32,12 @@ const TEMPLATE_COLUMNS: Column[] = [
   { name: 'Selector', type: 'string', description: 'Label selector for pods.', priority: 1 },
 ];
 
-function templateCells(o: KObject): string[] {
+function templateCells(o: KObject, mapSelector = false): string[] {
   const containers = arr(obj(obj(obj(o.spec).template).spec).containers).map(obj);
   return [
     containers.map((c) => str(c.name)).join(','),
     containers.map((c) => str(c.image)).join(','),
-    selectorText(o) || '<none>',
+    selectorText(o, mapSelector) || '<none>',
   ];
 }
 
@@ -71,6 +73,29 @@ const scalable = {
   },
 };
 
+/** `kubectl get rs` / `kubectl get rc`: DESIRED CURRENT READY AGE (+ CONTAINERS IMAGES SELECTOR). */
+function replicatedTable(mapSelector = false): KindDef['table'] {
+  return {
+    columns: [
+      { name: 'Desired', type: 'integer', description: 'Number of desired pods.', priority: 0 },
+      { name: 'Current', type: 'integer', description: 'Number of actual pods.', priority: 0 },
+      { name: 'Ready', type: 'integer', description: 'Number of pods ready.', priority: 0 },
+      AGE,
+      ...TEMPLATE_COLUMNS,
+    ],
+    cells(o, now) {
+      const status = obj(o.status);
+      return [
+        int(obj(o.spec).replicas),
+        int(status.replicas),
+        int(status.readyReplicas),
+        age(o, now),
+        ...templateCells(o, mapSelector),
+      ];
+    },
+  };
+}
+
 export const replicasets: KindDef = {
   ...scalable,
   kind: 'ReplicaSet',
@@ -84,25 +109,7 @@ export const replicasets: KindDef = {
     rs.status = { replicas: 0 };
   },
   fields: (rs) => ({ 'status.replicas': String(int(obj(rs.status).replicas)) }),
-  table: {
-    columns: [
-      { name: 'Desired', type: 'integer', description: 'Number of desired pods.', priority: 0 },
-      { name: 'Current', type: 'integer', description: 'Number of actual pods.', priority: 0 },
-      { name: 'Ready', type: 'integer', description: 'Number of pods ready.', priority: 0 },
-      AGE,
-      ...TEMPLATE_COLUMNS,
-    ],
-    cells(rs, now) {
-      const status = obj(rs.status);
-      return [
-        int(obj(rs.spec).replicas),
-        int(status.replicas),
-        int(status.readyReplicas),
-        age(rs, now),
-        ...templateCells(rs),
-      ];
-    },
-  },
+  table: replicatedTable(),
 };
 
 export const deployments: KindDef = {
@@ -152,4 +159,29 @@ export const deployments: KindDef = {
       ];
     },
   },
+};
+
+/** core/v1 ReplicationController: a ReplicaSet whose selector is a label map. */
+export const replicationcontrollers: KindDef = {
+  ...scalable,
+  group: '',
+  kind: 'ReplicationController',
+  resource: 'replicationcontrollers',
+  singular: 'replicationcontroller',
+  shortNames: ['rc'],
+  schema: schemas.replicationController,
+  example: {
+    spec: {
+      replicas: 1,
+      selector: { app: 'example' },
+      template: replicatedExample.spec.template,
+    },
+  },
+  defaults: (rc) => void defaultReplicationController(rc),
+  prepareForCreate(rc) {
+    // status.replicas is not omitempty in Kubernetes: a new ReplicationController reports 0.
+    rc.status = { replicas: 0 };
+  },
+  fields: (rc) => ({ 'status.replicas': String(int(obj(rc.status).replicas)) }),
+  table: replicatedTable(true),
 };

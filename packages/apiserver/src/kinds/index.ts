@@ -3,7 +3,7 @@
 import type { ServiceAccountTokens } from '../sa-tokens.js';
 import type { ServiceNetworking } from '../services/networking.js';
 import { tokenSubresource } from '../subresources/token.js';
-import { deployments, replicasets } from './apps.js';
+import { deployments, replicasets, replicationcontrollers } from './apps.js';
 import {
   clusterrolebindings,
   clusterroles,
@@ -75,6 +75,7 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
   return [
     namespaces,
     pods,
+    replicationcontrollers,
     nodes,
     events,
     configmaps,

@@ -256,6 +256,14 @@ const replicaSetSpec = S.obj({
   template: podTemplateSpec,
 });
 
+/** core/v1 ReplicationControllerSpec: a plain label map for a selector. */
+const replicationControllerSpec = S.obj({
+  replicas: S.int,
+  minReadySeconds: S.int,
+  selector: strMap,
+  template: podTemplateSpec,
+});
+
 const deploymentSpec = S.obj({
   replicas: S.int,
   selector: labelSelector,
@@ -355,6 +363,7 @@ export const schemas = {
   podTemplateSpec,
   replicaSet: S.obj({ ...typeMeta, spec: replicaSetSpec, status: S.obj({}, true) }),
   deployment: S.obj({ ...typeMeta, spec: deploymentSpec, status: S.obj({}, true) }),
+  replicationController: S.obj({ ...typeMeta, spec: replicationControllerSpec, status: S.obj({}, true) }),
   /** autoscaling/v1 Scale, the body of the scale subresource. */
   scale: S.obj({
     ...typeMeta,

@@ -34,13 +34,18 @@ export function parseFieldSelector(text: string): FieldSelector {
   }
 }
 
-/** spec.selector as the label-selector string Kubernetes prints ("app=web,tier in (a,b)"). */
-export function selectorText(o: KObject): string {
+/**
+ * spec.selector as the label-selector string Kubernetes prints ("app=web,tier in (a,b)").
+ * `map` is a core/v1 selector (a ReplicationController's): a plain label map, printed
+ * as labels.SelectorFromSet does (sorted "k=v,...").
+ */
+export function selectorText(o: KObject, map = false): string {
   const spec = o.spec;
   const sel = spec && typeof spec === 'object' ? (spec as Record<string, unknown>).selector : undefined;
   if (!sel || typeof sel !== 'object') return '';
   try {
-    return labelSelectorAsSelector(sel as LabelSelector).toString();
+    const ls = (map ? { matchLabels: sel } : sel) as LabelSelector;
+    return labelSelectorAsSelector(ls).toString();
   } catch {
     // Stored objects were validated; an unparsable selector prints as nothing rather than failing a list.
     return '';

@@ -1,5 +1,5 @@
 // <resource>/scale: autoscaling/v1 Scale over spec.replicas, for kinds with
-// replicas and a pod selector (ReplicaSets, Deployments, and later StatefulSets).
+// replicas and a pod selector (ReplicaSets, Deployments, ReplicationControllers).
 import { badRequest, fieldErrors, invalid, methodNotSupported } from '@kubit/api';
 import { type KindDef, obj, type SubresourceDef, str } from '../kinds/types.js';
 import { applyPatchOfFormat } from '../model/patch.js';
@@ -18,8 +18,11 @@ const SCALE_DEF: Pick<KindDef, 'group' | 'version' | 'kind' | 'schema'> = {
   schema: schemas.scale,
 };
 
+/** core/v1's scalable kind (ReplicationController) selects with a plain label map. */
+const mapSelector = (def: Pick<KindDef, 'group'>): boolean => def.group === '';
+
 /** The Scale view of a scalable object: desired replicas, observed replicas and the pod selector. */
-export function toScale(o: KObject): KObject {
+export function toScale(o: KObject, def: Pick<KindDef, 'group'>): KObject {
   const m = o.metadata ?? {};
   return {
     kind: 'Scale',
@@ -35,7 +38,7 @@ export function toScale(o: KObject): KObject {
       }).filter(([, v]) => v !== undefined),
     ),
     spec: { replicas: Number(obj(o.spec).replicas ?? 0) },
-    status: { replicas: Number(obj(o.status).replicas ?? 0), selector: selectorText(o) },
+    status: { replicas: Number(obj(o.status).replicas ?? 0), selector: selectorText(o, mapSelector(def)) },
   };
 }
 
@@ -47,7 +50,7 @@ async function updateScale(rest: Rest, def: KindDef, req: Parameters<Subresource
   const format = bodyFormat(ctx.contentType, isPatch ? PATCH_MEDIA_TYPES : BODY_MEDIA_TYPES);
   const body = parseBody(ctx.body, format, 'Scale');
   const r = await rest.updateWith(def, ri, ctx, (current) => {
-    const raw = isPatch ? applyPatchOfFormat(format, toScale(current), body) : body;
+    const raw = isPatch ? applyPatchOfFormat(format, toScale(current, def), body) : body;
     const scale = decodeObject(SCALE_DEF, raw, fv, ctx.warnings);
     const replicas = obj(scale.spec).replicas;
     if (typeof replicas === 'number' && replicas < 0) {
@@ -67,7 +70,7 @@ async function updateScale(rest: Rest, def: KindDef, req: Parameters<Subresource
     if (str(sm.resourceVersion)) current.metadata.resourceVersion = sm.resourceVersion;
     return current;
   });
-  return { code: r.code, body: toScale(r.body as KObject) };
+  return { code: r.code, body: toScale(r.body as KObject, def) };
 }
 
 export const scaleSubresource: SubresourceDef = {
@@ -76,13 +79,15 @@ export const scaleSubresource: SubresourceDef = {
   kind: SCALE_KIND,
   async serve(verb, req): Promise<Result> {
     const { rest, def, ri } = req;
-    if (verb === 'get') return { code: 200, body: toScale((await rest.get(def, ri)).body as KObject) };
+    if (verb === 'get') return { code: 200, body: toScale((await rest.get(def, ri)).body as KObject, def) };
     if (verb === 'update' || verb === 'patch') return updateScale(rest, def, req);
     throw methodNotSupported({ ...gr(def), resource: `${def.resource}/scale` }, verb);
   },
   exampleBody(verb, parent) {
     const replicas = Number(obj(parent.spec).replicas ?? 0) + 2;
-    if (verb === 'update') return { body: { ...toScale(parent), spec: { replicas } } };
+    const apiVersion = str(parent.apiVersion);
+    const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
+    if (verb === 'update') return { body: { ...toScale(parent, { group }), spec: { replicas } } };
     if (verb === 'patch') return { body: { spec: { replicas } } };
     return undefined;
   },
