@@ -52,6 +52,7 @@ describe('kubit-proxy', () => {
   let client: KubeClient;
   let proxy: TestProcess;
   let healthzPort = 0;
+  let metricsPort = 0;
   const servers: TestProcess[] = [];
   let nodeNs = '';
   let nodeIP = '';
@@ -61,6 +62,7 @@ describe('kubit-proxy', () => {
 
   const startProxy = async () => {
     healthzPort = await freePort();
+    metricsPort = await freePort();
     proxy = startDaemon({
       name: 'kubit-proxy',
       pkg: 'proxy',
@@ -70,7 +72,7 @@ describe('kubit-proxy', () => {
         `--network-namespace=${nodeNs}`,
         `--cluster-cidr=${lab.subnet}`,
         `--healthz-bind-address=127.0.0.1:${healthzPort}`,
-        `--metrics-bind-address=127.0.0.1:${await freePort()}`,
+        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
         '--min-sync-period=50ms',
       ],
       logDir: cp.logDir,
@@ -292,6 +294,12 @@ describe('kubit-proxy', () => {
     });
   });
 
+  const metric = async (name: string) => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    return line ? Number(line.split(' ')[1]) : undefined;
+  };
+
   /** Which pods answered, without the peer address. */
   const podsOf = (r: string[]) => [...new Set(r.map((x) => x.split(' ')[0]))].sort();
   const answered = (r: string[]) => r[0]?.startsWith('pod-') ?? false;
@@ -401,6 +409,11 @@ describe('kubit-proxy', () => {
       'the cluster IP to refuse',
       async () => (await requests(nodeNs, '10.96.100.22', 80))[0] === 'ECONNREFUSED',
     );
+    // All of these changes went out as incremental syncs (only the Services changed re-planned);
+    // the one full sync was the start.
+    const partial = (await metric('kubeproxy_sync_partial_proxy_rules_duration_seconds_count')) ?? 0;
+    assert.ok(partial > 10, `${partial} incremental syncs`);
+    assert.equal(await metric('kubeproxy_sync_full_proxy_rules_duration_seconds_count'), 1);
   });
 
   it('kill -9 and restart: the same ruleset, no duplicates, and requests keep working', async () => {
