@@ -3,14 +3,20 @@
 // sending (a DNS resolver's fixed source port) would keep talking to a dead pod.
 // After each sync we delete the entries that point at endpoints that went, as
 // kube-proxy does, with Debian's conntrack tool (in the same network namespace).
-import type { Ruleset } from './ruleset.js';
+import type { UdpServicePort } from './ruleset.js';
 
-/** conntrack argument lists (after `conntrack`) that clear what `previous` → `current` made stale. */
-export function staleUdpFlows(previous: Ruleset | undefined, current: Ruleset): string[][] {
+type UdpPorts = Map<string, UdpServicePort>;
+
+/**
+ * conntrack argument lists (after `conntrack`) that clear what `previous` → `current`
+ * made stale: the rulesets' `udp`, whole or (an incremental sync) only the UDP service
+ * ports that changed, on both sides.
+ */
+export function staleUdpFlows(previous: UdpPorts | undefined, current: UdpPorts): string[][] {
   if (!previous) return [];
   const cmds: string[][] = [];
-  for (const [key, was] of previous.udp) {
-    const now = current.udp.get(key);
+  for (const [key, was] of previous) {
+    const now = current.get(key);
     const kept = new Set(now?.endpointIPs ?? []);
     for (const ep of was.endpointIPs) {
       if (kept.has(ep)) continue;
@@ -20,8 +26,8 @@ export function staleUdpFlows(previous: Ruleset | undefined, current: Ruleset): 
     }
   }
   // A service that had no endpoint and now has one: entries made while it rejected must go.
-  for (const [key, now] of current.udp) {
-    const was = previous.udp.get(key);
+  for (const [key, now] of current) {
+    const was = previous.get(key);
     if (now.endpointIPs.length > 0 && (!was || was.endpointIPs.length === 0)) {
       for (const ip of now.ips) cmds.push(['-D', '-p', 'udp', '--orig-dst', ip]);
     }

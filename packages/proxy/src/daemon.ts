@@ -24,6 +24,7 @@ import {
 } from '@kubit/daemon';
 import { createProxyMetrics } from './metrics.js';
 import { NftRunner } from './nft.js';
+import { sliceServiceKey } from './planner.js';
 import { Proxier } from './proxier.js';
 import { deleteTableScript } from './ruleset.js';
 
@@ -35,6 +36,9 @@ export const endpointSlicesResource: ResourceRef = {
   kind: 'EndpointSlice',
   namespaced: true,
 };
+
+/** The slices informer's index: the key ("namespace/name") of the Service a slice belongs to. */
+const SLICE_SERVICE_INDEX = 'service';
 
 /** The annotation the endpointslice controller sets to when the change that caused a slice update happened. */
 export const LAST_CHANGE_TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
@@ -92,7 +96,9 @@ export async function runProxyDaemon(o: ProxyDaemonOptions): Promise<void> {
     onError: (err) => log.warn({ err: (err as Error).message }, 'list/watch failed; retrying'),
   });
   const services = factory.forResource<Service & { metadata?: object }>(resources.services);
-  const slices = factory.forResource<EndpointSlice & { metadata?: object }>(endpointSlicesResource);
+  const slices = factory.forResource<EndpointSlice & { metadata?: object }>(endpointSlicesResource, {
+    indexers: { [SLICE_SERVICE_INDEX]: (s) => keysOf(s) },
+  });
   const proxier = new Proxier({
     nft,
     planner: {
@@ -103,6 +109,8 @@ export async function runProxyDaemon(o: ProxyDaemonOptions): Promise<void> {
     },
     services: () => services.store.list() as Service[],
     slices: () => slices.store.list() as EndpointSlice[],
+    service: (key) => services.store.getByKey(key) as Service | undefined,
+    slicesFor: (key) => slices.store.byIndex(SLICE_SERVICE_INDEX, key) as EndpointSlice[],
     minSyncPeriodMs: o.minSyncPeriodMs,
     syncPeriodMs: o.syncPeriodMs,
     metrics,
@@ -158,14 +166,27 @@ function wireHandlers(
   proxier: Proxier,
 ): void {
   // Before the caches sync the handlers still mark the state dirty; the first sync waits for start().
-  const changed = () => proxier.onChange();
-  services.addEventHandler({ onAdd: changed, onUpdate: changed, onDelete: changed });
-  const sliceChanged = (s: EndpointSlice) => proxier.onChange(triggerTime(s));
+  // Each event names the Services it touches: a Service its own key, a slice its
+  // Service's (both, when an update moved it from one Service to another).
+  const changed = (s: Service) => proxier.onChange(undefined, [serviceKeyOf(s)]);
+  services.addEventHandler({ onAdd: changed, onUpdate: (_old, s) => changed(s), onDelete: changed });
+  const sliceChanged = (s: EndpointSlice, old?: EndpointSlice) =>
+    proxier.onChange(triggerTime(s), old ? [...keysOf(old), ...keysOf(s)] : keysOf(s));
   slices.addEventHandler({
-    onAdd: (s, initial) => (initial ? proxier.onChange() : sliceChanged(s)),
-    onUpdate: (_old, s) => sliceChanged(s),
+    onAdd: (s, initial) => (initial ? proxier.onChange(undefined, keysOf(s)) : sliceChanged(s)),
+    onUpdate: (old, s) => sliceChanged(s, old),
     onDelete: (s) => sliceChanged(s),
   });
+}
+
+/** The informer store's key of a Service, which is also the planner's serviceKey. */
+function serviceKeyOf(s: Service): string {
+  return `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`;
+}
+
+function keysOf(s: EndpointSlice): string[] {
+  const k = sliceServiceKey(s);
+  return k === undefined ? [] : [k];
 }
 
 /** The slice's last-change-trigger-time, or now when it has none (or a bad one). */

@@ -1,7 +1,12 @@
 // The differ: the one nft script that turns the ruleset the kernel holds
 // (`previous`, what we last applied) into the one the planner wants, touching
-// only what changed. nft runs a script as one transaction, so the order of its
-// commands only has to make every reference valid at each step:
+// only what changed. It works in two steps: a RulesetDelta (what changed, each
+// thing with its before and after), then the script that delta needs. A full
+// comparison (rulesetDelta) gives the delta of two whole rulesets; the proxier's
+// incremental plan (incremental.ts) records one as it re-plans a few Services,
+// so an incremental sync never walks the whole ruleset. nft runs a script as one
+// transaction, so the order of its commands only has to make every reference
+// valid at each step:
 //   1. declare new sets, maps and chains (rules and elements may point at them);
 //   2. rewrite changed chains (flush, then their rules) and fill new ones — after
 //      this no rule points at a chain or set about to go;
@@ -14,15 +19,48 @@ import {
   chainDecl,
   elementLines,
   fullScript,
+  type MapDef,
   mapDecl,
   mapItems,
   type Ruleset,
   ruleLine,
+  type SetDef,
   setDecl,
   tableRef,
 } from './ruleset.js';
 
-function sameRules(a: ChainDef, b: ChainDef): boolean {
+/** One thing's value before and after (undefined: absent). */
+export interface Change<T> {
+  before: T | undefined;
+  after: T | undefined;
+}
+
+/**
+ * What changed between two rulesets. `chains`, `sets` and `maps` hold the objects
+ * that were added, removed or changed (a set or map present on both sides with other
+ * elements is diffed element by element from its two definitions); `setElements` and
+ * `mapElements` hold element changes of sets and maps present on both sides, listed
+ * there instead of in `sets`/`maps` (the skeleton's shared sets and maps).
+ */
+export interface RulesetDelta {
+  chains: Map<string, Change<ChainDef>>;
+  sets: Map<string, Change<SetDef>>;
+  maps: Map<string, Change<MapDef>>;
+  setElements: Map<string, { added: string[]; removed: string[] }>;
+  mapElements: Map<string, Map<string, Change<string>>>;
+}
+
+export function emptyDelta(): RulesetDelta {
+  return {
+    chains: new Map(),
+    sets: new Map(),
+    maps: new Map(),
+    setElements: new Map(),
+    mapElements: new Map(),
+  };
+}
+
+export function sameRules(a: ChainDef, b: ChainDef): boolean {
   return a.rules.length === b.rules.length && a.rules.every((r, i) => r === b.rules[i]);
 }
 
@@ -30,77 +68,151 @@ function sameBase(a: ChainDef, b: ChainDef): boolean {
   return JSON.stringify(a.base ?? null) === JSON.stringify(b.base ?? null);
 }
 
-/** The script from `previous` to `desired`; "" when nothing changed. */
-export function diffScript(previous: Ruleset | undefined, desired: Ruleset): string {
-  if (!previous) return fullScript(desired);
+export function sameChain(a: ChainDef, b: ChainDef): boolean {
+  return sameBase(a, b) && sameRules(a, b);
+}
+
+function setElementDiff(p: Set<string>, s: Set<string>): { added: string[]; removed: string[] } {
+  const removed: string[] = [];
+  const added: string[] = [];
+  for (const e of p) if (!s.has(e)) removed.push(e);
+  for (const e of s) if (!p.has(e)) added.push(e);
+  return { added, removed };
+}
+
+function mapElementDiff(p: Map<string, string>, m: Map<string, string>): Map<string, Change<string>> {
+  const out = new Map<string, Change<string>>();
+  for (const [k, v] of p) {
+    const now = m.get(k);
+    if (now !== v) out.set(k, { before: v, after: now });
+  }
+  for (const [k, v] of m) if (!p.has(k)) out.set(k, { before: undefined, after: v });
+  return out;
+}
+
+/** The delta from `previous` to `desired`, comparing everything. */
+export function rulesetDelta(previous: Ruleset, desired: Ruleset): RulesetDelta {
+  const d = emptyDelta();
+  for (const [name, s] of desired.sets) {
+    const p = previous.sets.get(name);
+    if (!p) d.sets.set(name, { before: undefined, after: s });
+    else if (setDecl(name, p) !== setDecl(name, s)) d.sets.set(name, { before: p, after: s });
+    else {
+      const e = setElementDiff(p.elements, s.elements);
+      if (e.added.length || e.removed.length) d.setElements.set(name, e);
+    }
+  }
+  for (const [name, p] of previous.sets)
+    if (!desired.sets.has(name)) d.sets.set(name, { before: p, after: undefined });
+  for (const [name, m] of desired.maps) {
+    const p = previous.maps.get(name);
+    if (!p) d.maps.set(name, { before: undefined, after: m });
+    else if (mapDecl(name, p) !== mapDecl(name, m)) d.maps.set(name, { before: p, after: m });
+    else {
+      const e = mapElementDiff(p.elements, m.elements);
+      if (e.size) d.mapElements.set(name, e);
+    }
+  }
+  for (const [name, p] of previous.maps)
+    if (!desired.maps.has(name)) d.maps.set(name, { before: p, after: undefined });
+  for (const [name, c] of desired.chains) {
+    const p = previous.chains.get(name);
+    if (!p || !sameChain(p, c)) d.chains.set(name, { before: p, after: c });
+  }
+  for (const [name, p] of previous.chains) {
+    if (!desired.chains.has(name)) d.chains.set(name, { before: p, after: undefined });
+  }
+  return d;
+}
+
+/**
+ * The script a delta needs; `desired` (the ruleset after it) is what a full replace
+ * writes when the delta cannot be applied in place. "" when nothing changed.
+ */
+export function deltaScript(d: RulesetDelta, desired: Ruleset): string {
   const declare: string[] = [];
   const rewrite: string[] = [];
   const elementDeletes: string[] = [];
   const elementAdds: string[] = [];
-  const remove: string[] = [];
+  const goneChains: string[] = [];
+  const goneSets: string[] = [];
+  const goneMaps: string[] = [];
 
-  // A set or map whose type, flags or timeout changed (an affinity timeout edited)
-  // cannot be altered in place and rules point at it: rebuild the table, rare as it is.
-  for (const [name, s] of desired.sets) {
-    const p = previous.sets.get(name);
-    if (p && setDecl(name, p) !== setDecl(name, s)) return fullScript(desired);
-  }
-  for (const [name, m] of desired.maps) {
-    const p = previous.maps.get(name);
-    if (p && mapDecl(name, p) !== mapDecl(name, m)) return fullScript(desired);
-  }
-
-  for (const [name, s] of desired.sets) {
-    const p = previous.sets.get(name);
+  for (const [name, { before: p, after: s }] of d.sets) {
+    if (!s) {
+      if (p) goneSets.push(name);
+      continue;
+    }
     if (!p) {
       declare.push(setDecl(name, s));
       if (s.elements.size) elementAdds.push(...elementLines('add', name, [...s.elements]));
       continue;
     }
-    const gone = [...p.elements].filter((e) => !s.elements.has(e));
-    const added = [...s.elements].filter((e) => !p.elements.has(e));
-    if (gone.length) elementDeletes.push(...elementLines('delete', name, gone));
+    // A set whose type, flags or timeout changed (an affinity timeout edited) cannot be
+    // altered in place and rules point at it: rebuild the table, rare as it is.
+    if (setDecl(name, p) !== setDecl(name, s)) return fullScript(desired);
+    const e = setElementDiff(p.elements, s.elements);
+    if (e.removed.length) elementDeletes.push(...elementLines('delete', name, e.removed));
+    if (e.added.length) elementAdds.push(...elementLines('add', name, e.added));
+  }
+  for (const [name, { added, removed }] of d.setElements) {
+    if (removed.length) elementDeletes.push(...elementLines('delete', name, removed));
     if (added.length) elementAdds.push(...elementLines('add', name, added));
   }
-  for (const [name, m] of desired.maps) {
-    const p = previous.maps.get(name);
+  const mapElementChanges = (name: string, changes: Map<string, Change<string>>) => {
+    const gone: string[] = [];
+    const added: [string, string][] = [];
+    for (const [k, { before, after }] of changes) {
+      if (before === after) continue;
+      if (before !== undefined) gone.push(k);
+      if (after !== undefined) added.push([k, after]);
+    }
+    if (gone.length) elementDeletes.push(...elementLines('delete', name, gone));
+    if (added.length) elementAdds.push(...elementLines('add', name, mapItems(added)));
+  };
+  for (const [name, { before: p, after: m }] of d.maps) {
+    if (!m) {
+      if (p) goneMaps.push(name);
+      continue;
+    }
     if (!p) {
       declare.push(mapDecl(name, m));
       if (m.elements.size) elementAdds.push(...elementLines('add', name, mapItems(m.elements)));
       continue;
     }
-    const gone: string[] = [];
-    const added: [string, string][] = [];
-    for (const [k, v] of p.elements) {
-      const now = m.elements.get(k);
-      if (now === undefined || now !== v) gone.push(k);
-    }
-    for (const [k, v] of m.elements) if (p.elements.get(k) !== v) added.push([k, v]);
-    if (gone.length) elementDeletes.push(...elementLines('delete', name, gone));
-    if (added.length) elementAdds.push(...elementLines('add', name, mapItems(added)));
+    if (mapDecl(name, p) !== mapDecl(name, m)) return fullScript(desired);
+    mapElementChanges(name, mapElementDiff(p.elements, m.elements));
   }
+  for (const [name, changes] of d.mapElements) mapElementChanges(name, changes);
 
-  for (const [name, c] of desired.chains) {
-    const p = previous.chains.get(name);
-    if (p && sameBase(p, c) && sameRules(p, c)) continue;
+  for (const [name, { before: p, after: c }] of d.chains) {
+    if (!c) {
+      if (p) goneChains.push(name);
+      continue;
+    }
+    if (p && sameChain(p, c)) continue;
     if (!p) declare.push(chainDecl(name, c));
     else if (!sameBase(p, c)) return fullScript(desired);
     else rewrite.push(`flush chain ${tableRef} ${name}`);
     for (const rule of c.rules) rewrite.push(ruleLine(name, rule));
   }
 
-  // Gone chains may jump to each other (service- to endpoint-): flush them all
+  // Gone chains may jump to each other (external- to service-): flush them all
   // before deleting any, or the kernel refuses a delete of a chain still referenced.
-  const goneChains = [...previous.chains.keys()].filter((name) => !desired.chains.has(name));
+  const remove: string[] = [];
   for (const name of goneChains) remove.push(`flush chain ${tableRef} ${name}`);
   for (const name of goneChains) remove.push(`delete chain ${tableRef} ${name}`);
-  for (const [name] of previous.sets)
-    if (!desired.sets.has(name)) remove.push(`delete set ${tableRef} ${name}`);
-  for (const [name] of previous.maps)
-    if (!desired.maps.has(name)) remove.push(`delete map ${tableRef} ${name}`);
+  for (const name of goneSets) remove.push(`delete set ${tableRef} ${name}`);
+  for (const name of goneMaps) remove.push(`delete map ${tableRef} ${name}`);
 
   const lines = [...declare, ...rewrite, ...elementDeletes, ...elementAdds, ...remove];
   return lines.length ? `${lines.join('\n')}\n` : '';
+}
+
+/** The script from `previous` to `desired`; "" when nothing changed. */
+export function diffScript(previous: Ruleset | undefined, desired: Ruleset): string {
+  if (!previous) return fullScript(desired);
+  return deltaScript(rulesetDelta(previous, desired), desired);
 }
 
 /** True when the two rulesets would program the same kernel state. */

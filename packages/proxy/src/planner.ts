@@ -17,10 +17,15 @@
 //   cluster-ips-check rejects other ports of a cluster IP.
 //   nat-postrouting: a DNATed packet whose source is its new destination (@hairpin-ips,
 //   an endpoint reaching itself) is marked; packets marked 0x4000 are masqueraded.
+//
+// The plan is the fixed skeleton plus one ServicePlan per Service (planService: what
+// that Service adds, from it and its own EndpointSlices alone), merged in Service key
+// order (planRuleset). That split is what lets the proxier re-plan only the Services
+// that changed (incremental.ts) and still hold exactly what planRuleset would plan.
 import type { EndpointSlice, Service, ServicePort } from '@kubit/api';
 import { parseCidr, parseIPv4, SERVICE_NAME_LABEL, SERVICE_PROXY_NAME_LABEL } from '@kubit/api';
 import { affinitySet, externalChain, localChain, type ServicePortId, serviceChain } from './names.js';
-import { type ChainDef, emptyRuleset, type Ruleset } from './ruleset.js';
+import { type ChainDef, emptyRuleset, type Ruleset, type SetDef, type UdpServicePort } from './ruleset.js';
 
 export interface PlannerOptions {
   /** This node's name: endpoints with this nodeName are local. */
@@ -49,9 +54,49 @@ export interface PlannedEndpoint {
   nodeName?: string;
 }
 
+/**
+ * What one Service adds to the ruleset: its own chains and sets, and its elements of
+ * the skeleton's shared sets and maps.
+ */
+export interface ServicePlan {
+  chains: Map<string, ChainDef>;
+  /** Its own sets (ClientIP affinity). */
+  sets: Map<string, SetDef>;
+  /** Its elements of the skeleton's sets (cluster-ips, hairpin-ips). */
+  setElements: Map<string, Set<string>>;
+  /** Its elements of the skeleton's verdict maps (service-ips, service-nodeports, no-endpoint-…). */
+  mapElements: Map<string, Map<string, string>>;
+  udp: Map<string, UdpServicePort>;
+  stats: { servicePorts: number; endpoints: number };
+}
+
+function emptyServicePlan(): ServicePlan {
+  return {
+    chains: new Map(),
+    sets: new Map(),
+    setElements: new Map(),
+    mapElements: new Map(),
+    udp: new Map(),
+    stats: { servicePorts: 0, endpoints: 0 },
+  };
+}
+
+function addElement(p: ServicePlan, set: string, element: string): void {
+  const s = p.setElements.get(set);
+  if (s) s.add(element);
+  else p.setElements.set(set, new Set([element]));
+}
+
+function setMapElement(p: ServicePlan, map: string, key: string, value: string): void {
+  const m = p.mapElements.get(map);
+  if (m) m.set(key, value);
+  else p.mapElements.set(map, new Map([[key, value]]));
+}
+
 // --- the fixed skeleton -------------------------------------------------------
 
-function skeleton(o: PlannerOptions): Ruleset {
+/** The chains, sets and maps every plan has, whatever the Services: a function of the flags alone. */
+export function skeleton(o: PlannerOptions): Ruleset {
   const r = emptyRuleset();
   const nodePortMatch =
     o.nodePortAddresses.length > 0
@@ -119,6 +164,16 @@ function skeleton(o: PlannerOptions): Ruleset {
       type: 'ipv4_addr',
       flags: ['interval'],
       elements: new Set(o.nodePortAddresses.map(canonicalCidr)),
+    });
+  }
+  // More than one --cluster-cidr: a named set (an anonymous `{ … }` in every service
+  // chain would be one anonymous set per chain, each bound at the cost of a walk of the
+  // whole transaction).
+  if (o.clusterCidrs.length > 1) {
+    r.sets.set('cluster-cidrs', {
+      type: 'ipv4_addr',
+      flags: ['interval'],
+      elements: new Set(o.clusterCidrs.map(canonicalCidr)),
     });
   }
   const addrProtoPort = 'ipv4_addr . inet_proto . inet_service : verdict';
@@ -203,54 +258,87 @@ export function planRuleset(services: Service[], slices: EndpointSlice[], o: Pla
   const r = skeleton(o);
   const slicesBySvc = new Map<string, EndpointSlice[]>();
   for (const s of slices) {
-    const svcName = s.metadata?.labels?.[SERVICE_NAME_LABEL];
-    if (!svcName) continue;
-    const key = `${s.metadata?.namespace ?? ''}/${svcName}`;
+    const key = sliceServiceKey(s);
+    if (key === undefined) continue;
     const list = slicesBySvc.get(key);
     if (list) list.push(s);
     else slicesBySvc.set(key, [s]);
   }
-  // Sorted, so that the same objects always give the same chain order (a restart lists the same table).
-  const sorted = [...services].sort((a, b) => svcKey(a).localeCompare(svcKey(b)));
-  for (const svc of sorted) {
-    if (skipReason(svc)) continue;
-    const svcSlices = slicesBySvc.get(svcKey(svc)) ?? [];
-    for (const port of svc.spec?.ports ?? []) planServicePort(r, svc, port, svcSlices, o);
+  // Sorted, so that the same objects always give the same chain order (a restart lists the
+  // same table), and so that when two Services claim one map key (the same external IP and
+  // port) the last in key order has it, whatever order the caches list them in.
+  const sorted = services
+    .map((svc) => ({ svc, key: serviceKey(svc) }))
+    .sort((a, b) => compareKeys(a.key, b.key));
+  for (const { svc, key } of sorted) {
+    const p = planService(svc, slicesBySvc.get(key) ?? [], o);
+    if (p) mergeServicePlan(r, p);
   }
   return r;
 }
 
-function svcKey(s: Service): string {
+/** A Service's key, "namespace/name". */
+export function serviceKey(s: Service): string {
   return `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`;
 }
 
-function masqueradeSourceMatch(r: Ruleset, o: PlannerOptions): string | undefined {
-  if (o.masqueradeAll) return '';
-  const m = clusterCidrMatch(r, o);
-  return m === undefined ? undefined : `ip saddr != ${m} `;
+/** The key of the Service an EndpointSlice belongs to (its kubernetes.io/service-name label), if any. */
+export function sliceServiceKey(s: EndpointSlice): string | undefined {
+  const svcName = s.metadata?.labels?.[SERVICE_NAME_LABEL];
+  return svcName ? `${s.metadata?.namespace ?? ''}/${svcName}` : undefined;
+}
+
+/** The order Services are merged in: plain code-unit order of their keys (locale-free, never a tie). */
+export function compareKeys(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Adds one Service's plan to a ruleset: what it shares with Services merged before it, it overwrites. */
+export function mergeServicePlan(r: Ruleset, p: ServicePlan): void {
+  for (const [name, c] of p.chains) r.chains.set(name, c);
+  for (const [name, s] of p.sets) r.sets.set(name, s);
+  for (const [name, els] of p.setElements) {
+    const set = r.sets.get(name);
+    if (set) for (const e of els) set.elements.add(e);
+  }
+  for (const [name, els] of p.mapElements) {
+    const map = r.maps.get(name);
+    if (map) for (const [k, v] of els) map.elements.set(k, v);
+  }
+  for (const [k, u] of p.udp) r.udp.set(k, u);
+  r.stats.servicePorts += p.stats.servicePorts;
+  r.stats.endpoints += p.stats.endpoints;
 }
 
 /**
- * The --cluster-cidr ranges as a match operand: the range itself when there is one,
- * else the named set `cluster-cidrs` (an anonymous `{ … }` in every service chain
- * would be one anonymous set per chain, each bound at the cost of a walk of the
- * whole transaction).
+ * What one Service adds to the ruleset, from the Service and its own EndpointSlices
+ * alone (undefined: it gets no rules). Pure, like planRuleset.
  */
-function clusterCidrMatch(r: Ruleset, o: PlannerOptions): string | undefined {
-  if (o.clusterCidrs.length === 0) return undefined;
-  const cidrs = o.clusterCidrs.map(canonicalCidr);
-  if (cidrs.length === 1) return cidrs[0];
-  r.sets.set('cluster-cidrs', { type: 'ipv4_addr', flags: ['interval'], elements: new Set(cidrs) });
-  return '@cluster-cidrs';
+export function planService(
+  svc: Service,
+  slices: EndpointSlice[],
+  o: PlannerOptions,
+): ServicePlan | undefined {
+  if (skipReason(svc)) return undefined;
+  const p = emptyServicePlan();
+  for (const port of svc.spec?.ports ?? []) planServicePort(p, svc, port, slices, o);
+  return p;
 }
 
-/** An endpoint that reaches itself through a Service is masqueraded (hairpin): nat-postrouting matches `ip . ip`. */
-function hairpinElement(r: Ruleset, ip: string): void {
-  r.sets.get('hairpin-ips')?.elements.add(`${ip} . ${ip}`);
+function masqueradeSourceMatch(o: PlannerOptions): string | undefined {
+  if (o.masqueradeAll) return '';
+  const m = clusterCidrMatch(o);
+  return m === undefined ? undefined : `ip saddr != ${m} `;
+}
+
+/** The --cluster-cidr ranges as a match operand: the range itself when there is one, else the skeleton's @cluster-cidrs. */
+function clusterCidrMatch(o: PlannerOptions): string | undefined {
+  if (o.clusterCidrs.length === 0) return undefined;
+  return o.clusterCidrs.length === 1 ? canonicalCidr(o.clusterCidrs[0]) : '@cluster-cidrs';
 }
 
 function planServicePort(
-  r: Ruleset,
+  r: ServicePlan,
   svc: Service,
   port: ServicePort,
   slices: EndpointSlice[],
@@ -280,7 +368,8 @@ function planServicePort(
   const eps = new Map<string, PlannedEndpoint>();
   for (const e of [...clusterEps, ...localEps]) eps.set(`${e.ip}:${e.port}`, e);
   for (const e of eps.values()) {
-    hairpinElement(r, e.ip);
+    // An endpoint that reaches itself through a Service is masqueraded (hairpin): nat-postrouting matches `ip . ip`.
+    addElement(r, 'hairpin-ips', `${e.ip} . ${e.ip}`);
     if (affinityTimeout !== undefined) {
       r.sets.set(affinitySet(id, e.ip, e.port), {
         type: 'ipv4_addr',
@@ -292,7 +381,7 @@ function planServicePort(
   }
 
   const dst = `ip daddr ${clusterIP} ${proto} dport ${port.port}`;
-  const masq = masqueradeSourceMatch(r, o);
+  const masq = masqueradeSourceMatch(o);
   const clusterIpMasq = masq === undefined ? [] : [`${dst} ${masq}jump mark-for-masquerade`];
   // The DNAT itself, with the affinity set's update (recording or refreshing the client) first.
   const dnat = (e: PlannedEndpoint): string =>
@@ -326,7 +415,7 @@ function planServicePort(
     r.chains.set(localChainName, { rules: [...clusterIpMasq, ...pickRules(localEps)] });
   }
 
-  r.sets.get('cluster-ips')?.elements.add(clusterIP);
+  addElement(r, 'cluster-ips', clusterIP);
   if (proto === 'udp') {
     r.udp.set(`${id.namespace}/${id.name}/${id.port}`, {
       ips: [clusterIP, ...externalAddrs],
@@ -337,25 +426,26 @@ function planServicePort(
   const ipKey = (ip: string) => `${ip} . ${proto} . ${port.port}`;
   // Traffic to the cluster IP.
   if (internalLocal) {
-    if (localEps.length > 0)
-      r.maps.get('service-ips')?.elements.set(ipKey(clusterIP), `goto ${localChainName}`);
+    if (localEps.length > 0) setMapElement(r, 'service-ips', ipKey(clusterIP), `goto ${localChainName}`);
     else
-      r.maps
-        .get('no-endpoint-services')
-        ?.elements.set(ipKey(clusterIP), clusterEps.length > 0 ? 'drop' : 'goto reject-chain');
+      setMapElement(
+        r,
+        'no-endpoint-services',
+        ipKey(clusterIP),
+        clusterEps.length > 0 ? 'drop' : 'goto reject-chain',
+      );
   } else if (clusterEps.length > 0) {
-    r.maps.get('service-ips')?.elements.set(ipKey(clusterIP), `goto ${svcChainName}`);
+    setMapElement(r, 'service-ips', ipKey(clusterIP), `goto ${svcChainName}`);
   } else {
-    r.maps.get('no-endpoint-services')?.elements.set(ipKey(clusterIP), 'goto reject-chain');
+    setMapElement(r, 'no-endpoint-services', ipKey(clusterIP), 'goto reject-chain');
   }
   if (!hasExternal) return;
 
   // Traffic to a node port or a load-balancer address.
   const npKey = nodePort !== undefined ? `${proto} . ${nodePort}` : undefined;
   if (clusterEps.length === 0 && localEps.length === 0) {
-    for (const ip of externalAddrs)
-      r.maps.get('no-endpoint-services')?.elements.set(ipKey(ip), 'goto reject-chain');
-    if (npKey) r.maps.get('no-endpoint-nodeports')?.elements.set(npKey, 'goto reject-chain');
+    for (const ip of externalAddrs) setMapElement(r, 'no-endpoint-services', ipKey(ip), 'goto reject-chain');
+    if (npKey) setMapElement(r, 'no-endpoint-nodeports', npKey, 'goto reject-chain');
     return;
   }
   const ext = externalChain(id);
@@ -367,7 +457,7 @@ function planServicePort(
     // and the node itself are not "external": they may use every endpoint (masqueraded
     // when from the node, so the reply comes back through it), as kube-proxy does.
     if (clusterEps.length > 0) {
-      const m = clusterCidrMatch(r, o);
+      const m = clusterCidrMatch(o);
       if (m !== undefined) extRules.push(`ip saddr ${m} goto ${svcChainName}`);
       extRules.push(
         'fib saddr type local jump mark-for-masquerade',
@@ -377,8 +467,8 @@ function planServicePort(
     extRules.push(localEps.length > 0 ? `goto ${localChainName}` : 'drop');
   }
   r.chains.set(ext, { rules: extRules });
-  for (const ip of externalAddrs) r.maps.get('service-ips')?.elements.set(ipKey(ip), `goto ${ext}`);
-  if (npKey) r.maps.get('service-nodeports')?.elements.set(npKey, `goto ${ext}`);
+  for (const ip of externalAddrs) setMapElement(r, 'service-ips', ipKey(ip), `goto ${ext}`);
+  if (npKey) setMapElement(r, 'service-nodeports', npKey, `goto ${ext}`);
 }
 
 /** LoadBalancer ingress IPs (status.loadBalancer.ingress[].ip) and spec.externalIPs, IPv4 only. */
