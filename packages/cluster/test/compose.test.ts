@@ -32,8 +32,10 @@ import {
   expectStartEventsInOrder,
   kubitCli,
   repoRoot,
+  SERVICE_CLIENT_POD,
   waitFor,
   waitForRunningApp,
+  webDeployment,
 } from './helpers.js';
 
 const run = promisify(execFile);
@@ -42,45 +44,6 @@ const manifest = join(repoRoot, 'examples', 'pod.yaml');
 /** scripts/base-image keeps the base image's root file system here, named by a key of its inputs. */
 const baseImageCache = '/var/tmp/kubit-base-image';
 const keepCluster = process.env.KUBIT_KEEP_CLUSTER === '1';
-
-const WEB_DEPLOYMENT = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app: web
-  template:
-    metadata:
-      labels:
-        app: web
-    spec:
-      terminationGracePeriodSeconds: 1
-      containers:
-      - name: nginx
-        image: nginx:latest
-        ports:
-        - containerPort: 80
-        readinessProbe:
-          httpGet:
-            path: /
-            port: 80
-          periodSeconds: 1
-`;
-
-const CLIENT_POD = `apiVersion: v1
-kind: Pod
-metadata:
-  name: svc-client
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: client
-    image: busybox:latest
-    command: ["sleep", "3600"]
-`;
 
 /** Debian's docker-compose 1.29 (what ./scripts/test installs), else the `docker compose` plugin. */
 async function composeCommand(): Promise<string[] | undefined> {
@@ -409,9 +372,9 @@ describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }
   step(
     'Services: kubectl expose, wget http://web from a pod by name; kill -9 of kubit-proxy: restarted, same rules',
     async (t) => {
-      await kubectl(['apply', '-f', '-'], WEB_DEPLOYMENT);
+      await kubectl(['apply', '-f', '-'], webDeployment(2));
       await kubectl(['expose', 'deployment', 'web', '--port=80']);
-      await kubectl(['apply', '-f', '-'], CLIENT_POD);
+      await kubectl(['apply', '-f', '-'], SERVICE_CLIENT_POD);
       await waitFor(
         '2 ready endpoints of web',
         async () => {

@@ -231,3 +231,46 @@ export async function expectStartEventsInOrder(kubit: KubitRunner, node: string)
   assert.match(described, new RegExp(`Successfully assigned default/my-application to ${node}`));
   assert.match(described, /Pulling image "nginx:latest"/);
 }
+
+/** nginx behind a readiness probe, labelled app=web: what the Services checks put behind `kubectl expose`. */
+export function webDeployment(replicas: number): string {
+  return `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: ${replicas}
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: nginx
+        image: nginx:latest
+        ports:
+        - containerPort: 80
+        readinessProbe:
+          httpGet:
+            path: /
+            port: 80
+          periodSeconds: 1
+`;
+}
+
+/** A busybox pod that stays up, from which the Services checks run wget. */
+export const SERVICE_CLIENT_POD = `apiVersion: v1
+kind: Pod
+metadata:
+  name: svc-client
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: client
+    image: busybox:latest
+    command: ["sleep", "3600"]
+`;

@@ -27,8 +27,10 @@ import {
   otherNode,
   repoRoot,
   runWithOutput,
+  SERVICE_CLIENT_POD,
   waitFor,
   waitForRunningApp,
+  webDeployment,
 } from './helpers.js';
 
 const run = promisify(execFile);
@@ -88,44 +90,6 @@ async function freeClusterCidr(): Promise<string> {
   for (let x = 240; x < 256; x++) if (!stdout.includes(`10.${x}.`)) return `10.${x}.0.0/16`;
   throw new Error('no free 10.x.0.0/16 for the test cluster');
 }
-
-const WEB_DEPLOYMENT = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 3
-  selector:
-    matchLabels:
-      app: web
-  template:
-    metadata:
-      labels:
-        app: web
-    spec:
-      containers:
-      - name: nginx
-        image: nginx:latest
-        ports:
-        - containerPort: 80
-        readinessProbe:
-          httpGet:
-            path: /
-            port: 80
-          periodSeconds: 1
-`;
-
-const CLIENT_POD = `apiVersion: v1
-kind: Pod
-metadata:
-  name: svc-client
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: client
-    image: busybox:latest
-    command: ["sleep", "3600"]
-`;
 
 /** A pod that runs the host's kubectl (a static binary) as its ServiceAccount, with in-cluster config. */
 function inClusterKubectlPod(binary: string): string {
@@ -310,9 +274,9 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
   step(
     'Services: a Deployment behind a ClusterIP Service by name through cluster DNS, NodePort, LoadBalancer, port-forward svc, kill -9 of kubit-proxy and kubit-dns, scale to 0',
     async (t) => {
-      await kubectl(['apply', '-f', '-'], WEB_DEPLOYMENT);
+      await kubectl(['apply', '-f', '-'], webDeployment(3));
       await kubectl(['expose', 'deployment', 'web', '--port=80']);
-      await kubectl(['apply', '-f', '-'], CLIENT_POD);
+      await kubectl(['apply', '-f', '-'], SERVICE_CLIENT_POD);
       const readyEndpoints = async () =>
         (
           await kubectl([

@@ -5,7 +5,7 @@
 // slices go with it through their owner reference (the garbage collector).
 
 import type { EndpointSlice, Node, Pod, Service } from '@kubit/api';
-import { ENDPOINTSLICE_CONTROLLER_NAME, isNotFound, MANAGED_BY_LABEL, SERVICE_NAME_LABEL } from '@kubit/api';
+import { ENDPOINTSLICE_CONTROLLER_NAME, isNotFound } from '@kubit/api';
 import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from '../cluster.js';
@@ -19,6 +19,7 @@ import {
   managesEndpoints,
   selectedPods,
   serviceSelects,
+  sliceOwnerKey,
 } from './shared.js';
 import { SliceTracker } from './slice-tracker.js';
 import {
@@ -37,12 +38,7 @@ export interface EndpointSliceControllerOptions {
   log?: Logger;
 }
 
-/** ns/name of the Service a managed slice belongs to. */
-function serviceKeyOfSlice(s: EndpointSlice): string | undefined {
-  if (s.metadata?.labels?.[MANAGED_BY_LABEL] !== ENDPOINTSLICE_CONTROLLER_NAME) return undefined;
-  const svc = s.metadata?.labels?.[SERVICE_NAME_LABEL];
-  return svc ? `${s.metadata?.namespace}/${svc}` : undefined;
-}
+const serviceKeyOfSlice = (s: EndpointSlice) => sliceOwnerKey(s, ENDPOINTSLICE_CONTROLLER_NAME);
 
 export class EndpointSliceController implements Controller {
   readonly name = 'endpointslice';

@@ -6,7 +6,7 @@
 // out (their Service's slices come from the endpointslice controller).
 
 import type { EndpointSlice, Endpoints, Service } from '@kubit/api';
-import { isNotFound, MANAGED_BY_LABEL, SERVICE_NAME_LABEL } from '@kubit/api';
+import { isNotFound } from '@kubit/api';
 import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from '../cluster.js';
@@ -21,7 +21,7 @@ import {
   mirroredTriggerTime,
   shouldMirror,
 } from './mirroring.js';
-import { endpointSliceResource } from './shared.js';
+import { endpointSliceResource, sliceOwnerKey } from './shared.js';
 import { SliceTracker } from './slice-tracker.js';
 import { planSlices } from './slices.js';
 
@@ -33,11 +33,7 @@ export interface MirroringControllerOptions {
   log?: Logger;
 }
 
-function endpointsKeyOfSlice(s: EndpointSlice): string | undefined {
-  if (s.metadata?.labels?.[MANAGED_BY_LABEL] !== MIRRORING_CONTROLLER_NAME) return undefined;
-  const name = s.metadata?.labels?.[SERVICE_NAME_LABEL];
-  return name ? `${s.metadata?.namespace}/${name}` : undefined;
-}
+const endpointsKeyOfSlice = (s: EndpointSlice) => sliceOwnerKey(s, MIRRORING_CONTROLLER_NAME);
 
 export class EndpointSliceMirroringController implements Controller {
   readonly name = 'endpointslicemirroring';

@@ -2,7 +2,14 @@
 // Service, how a Service port resolves against a pod (named target ports are
 // per pod), the names Kubernetes gives the annotations, and the pod and
 // Service changes worth a resync. Pure functions.
-import type { Pod, Service, ServicePort } from '@kubit/api';
+import {
+  type EndpointSlice,
+  MANAGED_BY_LABEL,
+  type Pod,
+  SERVICE_NAME_LABEL,
+  type Service,
+  type ServicePort,
+} from '@kubit/api';
 import type { ResourceRef } from '@kubit/client';
 import { compileSelector } from '../labels.js';
 import { isPodReady } from '../objects.js';
@@ -127,4 +134,14 @@ export function canonical(v: unknown): string {
       ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : x,
   );
+}
+
+/**
+ * ns/name of the Service (and its same-named Endpoints) a slice belongs to, when
+ * `managedBy` (endpointslice.kubernetes.io/managed-by) keeps it; else undefined.
+ */
+export function sliceOwnerKey(s: EndpointSlice, managedBy: string): string | undefined {
+  if (s.metadata?.labels?.[MANAGED_BY_LABEL] !== managedBy) return undefined;
+  const svc = s.metadata?.labels?.[SERVICE_NAME_LABEL];
+  return svc ? `${s.metadata?.namespace}/${svc}` : undefined;
 }
