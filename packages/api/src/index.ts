@@ -11,6 +11,7 @@ export * from './patch/index.js';
 export * from './quantity.js';
 export * from './services.js';
 export * from './status.js';
+export * from './storage.js';
 export * from './taints.js';
 export * from './types.js';
 export * from './validation/index.js';
