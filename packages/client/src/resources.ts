@@ -36,8 +36,17 @@ export const resources = {
   serviceaccounts: ref('', 'v1', 'serviceaccounts', 'ServiceAccount', true),
   bindings: ref('', 'v1', 'bindings', 'Binding', true),
   replicationcontrollers: ref('', 'v1', 'replicationcontrollers', 'ReplicationController', true),
+  persistentvolumes: ref('', 'v1', 'persistentvolumes', 'PersistentVolume', false),
+  persistentvolumeclaims: ref('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim', true),
   replicasets: ref('apps', 'v1', 'replicasets', 'ReplicaSet', true),
   deployments: ref('apps', 'v1', 'deployments', 'Deployment', true),
+  daemonsets: ref('apps', 'v1', 'daemonsets', 'DaemonSet', true),
+  statefulsets: ref('apps', 'v1', 'statefulsets', 'StatefulSet', true),
+  controllerrevisions: ref('apps', 'v1', 'controllerrevisions', 'ControllerRevision', true),
+  jobs: ref('batch', 'v1', 'jobs', 'Job', true),
+  cronjobs: ref('batch', 'v1', 'cronjobs', 'CronJob', true),
+  storageclasses: ref('storage.k8s.io', 'v1', 'storageclasses', 'StorageClass', false),
+  csistoragecapacities: ref('storage.k8s.io', 'v1', 'csistoragecapacities', 'CSIStorageCapacity', true),
   leases: ref('coordination.k8s.io', 'v1', 'leases', 'Lease', true),
 } as const satisfies Record<string, ResourceRef>;
 

@@ -17,6 +17,16 @@ export const KNOWN_CONTROLLERS = [
   'endpointslicemirroring',
   'service-lb-ipam',
   'disruption',
+  'job',
+  'cronjob',
+  'ttl-after-finished',
+  'daemonset',
+  'statefulset',
+  'persistentvolume-binder',
+  'persistentvolume-expander',
+  'pvc-protection',
+  'pv-protection',
+  'ephemeral-volume',
 ] as const;
 export type ControllerName = (typeof KNOWN_CONTROLLERS)[number];
 
