@@ -14,8 +14,9 @@ PNPM_VERSION=10.34.9
 #   nginx-light: the nginx the test image is built from
 #   wget: the busybox image carries Debian's wget (busybox-static's crashes on names here)
 #   nftables conntrack: kubit-proxy programs Services into the kernel and clears stale UDP flows
-SYSTEM_PACKAGES="openssl containerd runc containernetworking-plugins busybox-static umoci skopeo docker-registry etcd-server etcd-client iproute2 nginx-light wget nftables conntrack"
-SYSTEM_COMMANDS="openssl containerd runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback busybox umoci skopeo /usr/bin/docker-registry etcd etcdctl ip /usr/sbin/nginx /usr/bin/wget /usr/sbin/nft /usr/sbin/conntrack"
+#   e2fsprogs util-linux: the kubelet formats and grows kubit-disk volumes (mkfs.ext4, resize2fs) on loop devices (losetup)
+SYSTEM_PACKAGES="openssl containerd runc containernetworking-plugins busybox-static umoci skopeo docker-registry etcd-server etcd-client iproute2 nginx-light wget nftables conntrack e2fsprogs util-linux"
+SYSTEM_COMMANDS="openssl containerd runc /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/portmap /usr/lib/cni/loopback busybox umoci skopeo /usr/bin/docker-registry etcd etcdctl ip /usr/sbin/nginx /usr/bin/wget /usr/sbin/nft /usr/sbin/conntrack /usr/sbin/mkfs.ext4 /usr/sbin/resize2fs /usr/sbin/losetup"
 
 # What only the tests need, on top (scripts/test adds these; scripts/up does not):
 #   dnsutils dnsmasq-base: dig checks cluster DNS answers; dnsmasq is the DNS peer bench:services measures against
