@@ -8,7 +8,10 @@ import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import { DISK_BACKING_FILE_ATTRIBUTE, DISK_CSI_DRIVER } from '@kubit/api';
 import { tempDir } from '@kubit/testkit';
+import { MemoryObjectSource } from '../src/pods/sinks.js';
+import { MountError, VolumeManager } from '../src/pods/volumes.js';
 import {
   attach,
   createBackingFile,
@@ -21,6 +24,7 @@ import {
 import { LocalStorage } from '../src/volumes/local-path.js';
 import { isMountPoint, mountsUnder, parseMountInfo, readMountTable } from '../src/volumes/mount-table.js';
 import { bindMount, mountDevice, unmount, unmountAll } from '../src/volumes/mounter.js';
+import { makePod } from './helpers.js';
 
 const run = promisify(execFile);
 const MiB = 1024 * 1024;
@@ -131,4 +135,105 @@ test('a local-path volume is a directory in the storage dir, bind-mounted (read-
     await unmountAll(dir.path).catch(() => {});
     await dir.cleanup();
   }
+});
+
+test('pod claim volumes: local and kubit-disk mounted for the pod, unbound or broken ones fail as FailedMount, tear-down leaves the data and nothing mounted', async () => {
+  const dir = await tempDir('kubit-claims-');
+  const storage = new LocalStorage(join(dir.path, 'storage'));
+  const objects = new MemoryObjectSource();
+  const volumes = new VolumeManager(join(dir.path, 'root'), objects);
+  const bound = (name: string, volumeName: string) =>
+    objects.putClaim({
+      metadata: { name, namespace: 'default' },
+      spec: { volumeName, accessModes: ['ReadWriteOnce'] },
+      status: { phase: 'Bound' },
+    });
+  const disk = storage.diskFile('pvc-disk');
+  try {
+    const local = await storage.makePathDir('pvc-local');
+    await createBackingFile(disk, 32 * MiB);
+    objects.putVolume({ metadata: { name: 'pvc-local' }, spec: { local: { path: local } } });
+    objects.putVolume({
+      metadata: { name: 'pvc-disk' },
+      spec: {
+        csi: {
+          driver: DISK_CSI_DRIVER,
+          volumeHandle: 'pvc-disk',
+          volumeAttributes: { [DISK_BACKING_FILE_ATTRIBUTE]: disk },
+        },
+      },
+    });
+    objects.putVolume({
+      metadata: { name: 'pvc-gone' },
+      spec: {
+        csi: {
+          driver: DISK_CSI_DRIVER,
+          volumeHandle: 'pvc-gone',
+          volumeAttributes: { [DISK_BACKING_FILE_ATTRIBUTE]: join(dir.path, 'missing.img') },
+        },
+      },
+    });
+    bound('data', 'pvc-local');
+    bound('disk', 'pvc-disk');
+    bound('gone', 'pvc-gone');
+    objects.putClaim({
+      metadata: { name: 'waiting', namespace: 'default' },
+      spec: {},
+      status: { phase: 'Pending' },
+    });
+
+    const pod = makePod('app', {
+      containers: [{ name: 'c', image: 'busybox' }],
+      securityContext: { fsGroup: 2000, fsGroupChangePolicy: 'OnRootMismatch' },
+      volumes: [
+        { name: 'data', persistentVolumeClaim: { claimName: 'data' } },
+        { name: 'disk', persistentVolumeClaim: { claimName: 'disk' } },
+      ],
+    });
+    const paths = await volumes.setUp(pod);
+    writeFileSync(join(paths.get('data') ?? '', 'f'), 'local');
+    writeFileSync(join(paths.get('disk') ?? '', 'f'), 'disk');
+    assert.equal(statfsSync(paths.get('disk') ?? '').blocks > 0, true);
+    assert.equal((await stat(paths.get('disk') ?? '')).gid, 2000, 'fsGroup owns the volume');
+    assert.equal(loopDevicesOf(disk).length, 1);
+
+    for (const [claim, message] of [
+      [
+        'waiting',
+        /MountVolume.SetUp failed for volume "v" : error processing PVC default\/waiting: PVC is not bound/,
+      ],
+      ['gone', /backing file ".*missing.img" of volume "pvc-gone" does not exist/],
+      ['absent', /persistentvolumeclaim "absent" not found/],
+    ] as const) {
+      const broken = makePod(`broken-${claim}`, {
+        containers: [{ name: 'c', image: 'busybox' }],
+        volumes: [{ name: 'v', persistentVolumeClaim: { claimName: claim } }],
+      });
+      await assert.rejects(
+        volumes.setUp(broken),
+        (err: Error) => err instanceof MountError && message.test(err.message),
+      );
+      await volumes.tearDown(broken.metadata?.uid ?? '');
+    }
+
+    await volumes.tearDown(pod.metadata?.uid ?? '');
+    assert.deepEqual(mountsUnder(dir.path), []);
+    assert.deepEqual(loopDevicesOf(disk), [], 'the disk is detached with its last mount');
+    assert.equal(readFileSync(join(local, 'f'), 'utf8'), 'local', 'the local volume keeps its data');
+
+    // The same claim in a new pod reads what the first one wrote.
+    const next = makePod('next', {
+      containers: [{ name: 'c', image: 'busybox' }],
+      volumes: [{ name: 'disk', persistentVolumeClaim: { claimName: 'disk', readOnly: true } }],
+    });
+    const again = await volumes.setUp(next);
+    assert.equal(readFileSync(join(again.get('disk') ?? '', 'f'), 'utf8'), 'disk');
+    assert.throws(() => writeFileSync(join(again.get('disk') ?? '', 'g'), 'x'), /EROFS/);
+    await volumes.tearDown(next.metadata?.uid ?? '');
+  } finally {
+    await unmountAll(dir.path).catch(() => {});
+    await detach(disk).catch(() => {});
+    await dir.cleanup();
+  }
+  assert.deepEqual(loopDevicesOf(disk), []);
 });

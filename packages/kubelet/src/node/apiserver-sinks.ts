@@ -2,7 +2,14 @@
 import { isConflict, isInvalid, isNotFound } from '@kubit/api';
 import { backoff, EventRecorder, type KubeClient, resources } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
-import type { ConfigMap, Pod, PodStatus, Secret } from 'kubernetes-types/core/v1.js';
+import type {
+  ConfigMap,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  PodStatus,
+  Secret,
+} from 'kubernetes-types/core/v1.js';
 import type { EventSink, EventType, ObjectSource, PodStatusSink } from '../pods/sinks.js';
 import type { IssuedToken, TokenIssuer, TokenRequestSpec } from '../pods/tokens.js';
 import type { Tracer } from '../pods/trace.js';
@@ -232,6 +239,26 @@ export class ApiObjectSource implements ObjectSource, TokenIssuer {
   async secret(namespace: string, name: string): Promise<Secret | undefined> {
     try {
       return await this.client.get<Secret>(resources.secrets, name, { namespace });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async persistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim | undefined> {
+    try {
+      return await this.client.get<PersistentVolumeClaim>(resources.persistentvolumeclaims, name, {
+        namespace,
+      });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async persistentVolume(name: string): Promise<PersistentVolume | undefined> {
+    try {
+      return await this.client.get<PersistentVolume>(resources.persistentvolumes, name);
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;

@@ -1,7 +1,14 @@
 // The small interfaces through which the pod logic meets the rest of the
 // cluster. The daemon plugs in apiserver-backed ones (@kubit/client); tests
 // plug in recording ones.
-import type { ConfigMap, Pod, PodStatus, Secret } from 'kubernetes-types/core/v1.js';
+import type {
+  ConfigMap,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  PodStatus,
+  Secret,
+} from 'kubernetes-types/core/v1.js';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -28,6 +35,8 @@ export interface EventSink {
 export interface ObjectSource {
   configMap(namespace: string, name: string): Promise<ConfigMap | undefined>;
   secret(namespace: string, name: string): Promise<Secret | undefined>;
+  persistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim | undefined>;
+  persistentVolume(name: string): Promise<PersistentVolume | undefined>;
 }
 
 /** A sink that keeps everything, for tests and for looking at what happened. */
@@ -73,6 +82,24 @@ export class RecordingSink implements PodStatusSink, EventSink {
 export class MemoryObjectSource implements ObjectSource {
   readonly configMaps = new Map<string, ConfigMap>();
   readonly secrets = new Map<string, Secret>();
+  readonly claims = new Map<string, PersistentVolumeClaim>();
+  readonly volumes = new Map<string, PersistentVolume>();
+
+  async persistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim | undefined> {
+    return this.claims.get(`${namespace}/${name}`);
+  }
+
+  async persistentVolume(name: string): Promise<PersistentVolume | undefined> {
+    return this.volumes.get(name);
+  }
+
+  putClaim(c: PersistentVolumeClaim): void {
+    this.claims.set(`${c.metadata?.namespace ?? 'default'}/${c.metadata?.name}`, c);
+  }
+
+  putVolume(v: PersistentVolume): void {
+    this.volumes.set(v.metadata?.name ?? '', v);
+  }
 
   async configMap(namespace: string, name: string): Promise<ConfigMap | undefined> {
     return this.configMaps.get(`${namespace}/${name}`);

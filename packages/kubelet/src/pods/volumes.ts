@@ -19,6 +19,10 @@ import type {
   ServiceAccountTokenProjection,
   Volume,
 } from 'kubernetes-types/core/v1.js';
+import { detachDevice } from '../volumes/disk.js';
+import { isMountPoint, mountsUnder, readMountTable } from '../volumes/mount-table.js';
+import { unmount } from '../volumes/mounter.js';
+import { claimNameOf, PersistentMountError, setUpClaimVolume } from '../volumes/persistent.js';
 import { ContainerConfigError, fieldValue, resourceValue } from './env.js';
 import { logFailure } from './failures.js';
 import type { ObjectSource } from './sinks.js';
@@ -34,12 +38,6 @@ export class MountError extends Error {
   ) {
     super(`MountVolume.SetUp failed for volume "${volume}" : ${message}`);
   }
-}
-
-function mountedAt(path: string): boolean {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .some((l) => l.split(' ')[4] === path);
 }
 
 /** Writes `files` into `dir` (creating subdirectories), removing what is no longer listed. */
@@ -216,11 +214,20 @@ export class VolumeManager {
 
   private async setUpOne(pod: Pod, uid: string, ns: string, v: Volume): Promise<string> {
     const base = join(this.podDir(uid), 'volumes');
+    const claimName = claimNameOf(pod, v);
+    if (claimName !== undefined) {
+      try {
+        return await setUpClaimVolume(pod, v, claimName, this.objects, base);
+      } catch (err) {
+        if (err instanceof PersistentMountError) throw new MountError(v.name, err.message);
+        throw err;
+      }
+    }
     if (v.emptyDir) {
       const dir = join(base, 'kubernetes.io~empty-dir', v.name);
       await mkdir(dir, { recursive: true });
       await chmod(dir, 0o777);
-      if (v.emptyDir.medium === 'Memory' && !mountedAt(dir)) {
+      if (v.emptyDir.medium === 'Memory' && !isMountPoint(dir)) {
         const opts = ['mode=0777'];
         if (v.emptyDir.sizeLimit) opts.push(`size=${Math.floor(toNumber(v.emptyDir.sizeLimit))}`);
         try {
@@ -294,27 +301,34 @@ export class VolumeManager {
     }
     throw new MountError(
       v.name,
-      'unsupported volume type (Kubit supports emptyDir, hostPath, configMap, secret, downwardAPI, projected)',
+      'unsupported volume type (Kubit supports emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, ephemeral)',
     );
   }
 
-  /** Unmounts tmpfs volumes and removes the pod's directory. */
+  /**
+   * Unmounts the pod's volumes (tmpfs, bind mounts of local volumes, disks), detaches the
+   * loop devices no other mount uses, and removes the pod's directory. It works from the
+   * kernel's mount table alone, so it also cleans up after a kubelet that was killed. A
+   * directory that still has a mount below it is not removed: that would delete the data
+   * of a persistent volume through its bind mount.
+   */
   async tearDown(uid: string): Promise<void> {
     this.tokens?.forgetPod(uid);
     const dir = this.podDir(uid);
     if (!existsSync(dir)) return;
-    const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
-      .split('\n')
-      .map((l) => l.split(' ')[4])
-      .filter((m): m is string => typeof m === 'string' && m.startsWith(`${dir}/`))
-      .sort((a, b) => b.length - a.length);
-    for (const m of mounts) {
-      // A mount that is still busy is detached lazily (umount -l); if that fails too, it is logged
-      // and the directory is removed all the same.
-      await run('umount', [m])
-        .catch(() => run('umount', ['-l', m]))
-        .catch(logFailure(this.log, { pod: `uid ${uid}`, call: `umount -l ${m}` }));
+    for (const m of mountsUnder(dir)) {
+      try {
+        await unmount(m.mountPoint);
+      } catch (err) {
+        logFailure(this.log, { pod: `uid ${uid}`, call: `umount ${m.mountPoint}` })(err);
+        continue;
+      }
+      if (/^\/dev\/loop\d+$/.test(m.source) && !readMountTable().some((x) => x.source === m.source))
+        await detachDevice(m.source).catch(
+          logFailure(this.log, { pod: `uid ${uid}`, call: `losetup -d ${m.source}` }),
+        );
     }
+    if (mountsUnder(dir).length > 0) throw new Error(`pod ${uid}: volumes are still mounted under ${dir}`);
     await rm(dir, { recursive: true, force: true });
   }
 

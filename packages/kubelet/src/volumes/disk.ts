@@ -100,10 +100,10 @@ export async function detachDevice(device: string): Promise<void> {
   });
 }
 
-/** The filesystem type on a device ('' when it has none yet). */
+/** The filesystem type on a device ('' when it has none yet); probed (-p), never from blkid's cache, which remembers what a reused loop device held before. */
 export async function fsTypeOf(device: string): Promise<string> {
   try {
-    return (await run('blkid', ['-o', 'value', '-s', 'TYPE', device])).stdout.trim();
+    return (await run('blkid', ['-p', '-o', 'value', '-s', 'TYPE', device])).stdout.trim();
   } catch {
     return ''; // blkid exits 2 when it finds nothing
   }
