@@ -36,6 +36,8 @@ import { PodManager } from './pods/manager.js';
 import { fileTracer } from './pods/trace.js';
 import { FakeRuntime } from './runtime/fake.js';
 import { startKubeletServer } from './server/server.js';
+import { LocalStorage } from './volumes/local-path.js';
+import { NodeVolumeProvisioner } from './volumes/provisioner.js';
 
 interface Flags {
   kubeconfig?: string;
@@ -43,6 +45,7 @@ interface Flags {
   hostnameOverride?: string;
   nodeIp?: string;
   rootDir: string;
+  localStorageDir?: string;
   address: string;
   port: number;
   tlsCertFile?: string;
@@ -271,6 +274,15 @@ async function run(flags: Flags): Promise<void> {
     trace,
   });
   agent.onPodCidr(() => manager.syncAll());
+  // This node's local-path and kubit-disk volumes (storage.ts: the provisioning protocol).
+  const provisioner = new NodeVolumeProvisioner(
+    client,
+    nodeName,
+    new LocalStorage(flags.localStorageDir ?? join(flags.rootDir, 'storage')),
+    log,
+  );
+  provisioner.start();
+  shutdown.add(() => provisioner.stop());
   shutdown.add(() => manager.stop());
   shutdown.add(() => events.flush());
 
@@ -335,6 +347,10 @@ const program = new Command('kubit-kubelet')
   .option('--hostname-override <name>', 'node name (default: the hostname)')
   .option('--node-ip <ip>', 'the address the node reports (default: its first non-loopback IPv4)')
   .option('--root-dir <dir>', 'where pod volumes (and logs) live', '/var/lib/kubelet')
+  .option(
+    '--local-storage-dir <dir>',
+    "where this node's local-path directories and kubit-disk files live (default: <root-dir>/storage)",
+  )
   .option('--pod-logs-dir <dir>', 'where container logs go (default: <root-dir>/logs/pods)')
   .option('--address <ip>', 'address the kubelet server listens on', '0.0.0.0')
   .option('--port <port>', 'port of the kubelet server', intArg(0, 65535), 10250)
@@ -365,6 +381,7 @@ const program = new Command('kubit-kubelet')
   .option('--resolv-conf <path>', 'the resolver config dnsPolicy Default pods get', '/etc/resolv.conf')
   .action(async (opts: Flags) => {
     if (!opts.podLogsDir) opts.podLogsDir = join(opts.rootDir, 'logs', 'pods');
+    if (!opts.localStorageDir) opts.localStorageDir = join(opts.rootDir, 'storage');
     await run(opts);
   });
 

@@ -1,0 +1,229 @@
+// The kubelet as the provisioner of its own node's volumes (local-path, kubit-disk):
+// claims the scheduler placed here get a directory or a disk and a PersistentVolume;
+// Released volumes with reclaim Delete lose their data, then their finalizer; the
+// node's free space is published as one CSIStorageCapacity per class.
+
+import { rm } from 'node:fs/promises';
+import {
+  DISK_PROVISIONER,
+  HOSTNAME_LABEL,
+  isNotFound,
+  LOCAL_PATH_PROVISIONER,
+  NODE_LOCAL_PROVISIONERS,
+  PROVISIONER_FINALIZER,
+  SELECTED_NODE_ANNOTATION,
+} from '@kubit/api';
+import { EventRecorder, Informer, type KubeClient, resources } from '@kubit/client';
+import type { Logger } from '@kubit/daemon';
+import type { PersistentVolume, PersistentVolumeClaim } from 'kubernetes-types/core/v1.js';
+import type { StorageClass } from 'kubernetes-types/storage/v1.js';
+import { createBackingFile, detach } from './disk.js';
+import type { LocalStorage } from './local-path.js';
+import { readMountTable } from './mount-table.js';
+import { provisionerFor, requestedBytes, toDelete, volumeFor } from './provisioned-volume.js';
+
+/** How often free space is published (the scheduler reads it for WaitForFirstConsumer claims). */
+const CAPACITY_REFRESH_MS = 30_000;
+
+export class NodeVolumeProvisioner {
+  private readonly claims: Informer<PersistentVolumeClaim>;
+  private readonly volumes: Informer<PersistentVolume>;
+  private readonly recorder: EventRecorder;
+  private readonly busy = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly nodeName: string,
+    private readonly storage: LocalStorage,
+    private readonly log: Logger,
+  ) {
+    const onError = (err: unknown) =>
+      log.debug({ err: (err as Error).message }, 'volume watch failed, retrying');
+    const backoff = { baseDelayMs: 500, maxDelayMs: 10_000 };
+    this.claims = new Informer<PersistentVolumeClaim>(client, resources.persistentvolumeclaims, {
+      onError,
+      backoff,
+    });
+    this.volumes = new Informer<PersistentVolume>(client, resources.persistentvolumes, { onError, backoff });
+    this.recorder = new EventRecorder(client, {
+      component: `${LOCAL_PATH_PROVISIONER}_${nodeName}`,
+      host: nodeName,
+      onError: (err) => log.debug({ err }, 'event write failed'),
+    });
+  }
+
+  start(): void {
+    this.claims.addEventHandler({ onAdd: (c) => this.claim(c), onUpdate: (_o, c) => this.claim(c) });
+    this.volumes.addEventHandler({ onAdd: (v) => this.volume(v), onUpdate: (_o, v) => this.volume(v) });
+    this.claims.start();
+    this.volumes.start();
+    const publish = () =>
+      void this.publishCapacity().catch((err) =>
+        this.log.debug({ err: (err as Error).message }, 'capacity publish failed'),
+      );
+    publish();
+    this.timer = setInterval(publish, CAPACITY_REFRESH_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.claims.stop();
+    this.volumes.stop();
+  }
+
+  /** One piece of work per object at a time; a later event finds the result of the first. */
+  private once(key: string, work: () => Promise<void>): void {
+    if (this.busy.has(key)) return;
+    this.busy.add(key);
+    void work()
+      .catch((err) => this.log.warn({ key, err: (err as Error).message }, 'volume provisioning step failed'))
+      .finally(() => this.busy.delete(key));
+  }
+
+  private claim(claim: PersistentVolumeClaim): void {
+    const provisioner = provisionerFor(claim, this.nodeName);
+    if (provisioner) this.once(`claim/${claim.metadata?.uid}`, () => this.provision(claim, provisioner));
+  }
+
+  private volume(pv: PersistentVolume): void {
+    if (toDelete(pv, this.nodeName)) this.once(`pv/${pv.metadata?.name}`, () => this.delete(pv));
+  }
+
+  private event(
+    claim: PersistentVolumeClaim,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): void {
+    this.recorder.event(
+      { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: claim.metadata },
+      type,
+      reason,
+      message,
+    );
+  }
+
+  private async provision(claim: PersistentVolumeClaim, provisioner: string): Promise<void> {
+    const ns = claim.metadata?.namespace ?? 'default';
+    const key = `${ns}/${claim.metadata?.name}`;
+    const className = claim.spec?.storageClassName ?? '';
+    this.event(
+      claim,
+      'Normal',
+      'Provisioning',
+      `External provisioner is provisioning volume for claim "${key}"`,
+    );
+    let sc: StorageClass;
+    try {
+      sc = await this.client.get<StorageClass>(resources.storageclasses, className);
+    } catch (err) {
+      this.event(
+        claim,
+        'Warning',
+        'ProvisioningFailed',
+        `storageclass.storage.k8s.io "${className}" not found`,
+      );
+      throw err;
+    }
+    const pv = volumeFor(claim, sc, provisioner, this.nodeName, this.storage);
+    const name = pv.metadata?.name ?? '';
+    const bytes = requestedBytes(claim);
+    const free = await this.storage.freeBytes();
+    if (bytes > free) {
+      this.event(
+        claim,
+        'Warning',
+        'ProvisioningFailed',
+        `failed to provision volume with StorageClass "${className}": node "${this.nodeName}" has ${free} bytes free, the claim requests ${bytes}`,
+      );
+      // Let the scheduler choose another node.
+      await this.client.patch(
+        resources.persistentvolumeclaims,
+        claim.metadata?.name ?? '',
+        { metadata: { annotations: { [SELECTED_NODE_ANNOTATION]: null } } },
+        { namespace: ns },
+      );
+      return;
+    }
+    try {
+      if (provisioner === DISK_PROVISIONER) {
+        // The disk is formatted when first mounted (or left raw for a Block volume).
+        await createBackingFile(this.storage.diskFile(name), bytes).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'EEXIST') throw err; // made by an earlier attempt
+        });
+      } else {
+        await this.storage.makePathDir(name);
+      }
+      await this.client.create(resources.persistentvolumes, pv).catch((err) => {
+        if ((err as { code?: number }).code !== 409) throw err;
+      });
+    } catch (err) {
+      this.event(
+        claim,
+        'Warning',
+        'ProvisioningFailed',
+        `failed to provision volume with StorageClass "${className}": ${(err as Error).message}`,
+      );
+      throw err;
+    }
+    this.event(claim, 'Normal', 'ProvisioningSucceeded', `Successfully provisioned volume ${name}`);
+  }
+
+  /** Removes a Released volume's data, then its finalizer, then the volume. */
+  private async delete(pv: PersistentVolume): Promise<void> {
+    const name = pv.metadata?.name ?? '';
+    const file = pv.spec?.csi ? this.storage.diskFile(name) : undefined;
+    const dir = pv.spec?.local ? this.storage.pathDir(name) : undefined;
+    const table = readMountTable();
+    if (dir && table.some((m) => m.root === dir || m.mountPoint === dir))
+      throw new Error(`volume ${name} is still mounted; not deleting its data`);
+    if (file) {
+      await detach(file);
+      await rm(file, { force: true });
+    }
+    if (dir) await this.storage.removePathDir(name);
+    const finalizers = (pv.metadata?.finalizers ?? []).filter((f) => f !== PROVISIONER_FINALIZER);
+    try {
+      await this.client.patch(resources.persistentvolumes, name, {
+        metadata: { finalizers, resourceVersion: pv.metadata?.resourceVersion },
+      });
+      await this.client.delete(resources.persistentvolumes, name);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  /** One CSIStorageCapacity per node-local class on this node: the storage dir's free bytes. */
+  private async publishCapacity(): Promise<void> {
+    const free = await this.storage.freeBytes();
+    const classes = await this.client.list<StorageClass>(resources.storageclasses);
+    for (const sc of classes.items) {
+      if (!NODE_LOCAL_PROVISIONERS.includes(sc.provisioner)) continue;
+      const name = `${sc.metadata?.name}-${this.nodeName}`.toLowerCase().replace(/[^a-z0-9.-]/g, '-');
+      const body = {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'CSIStorageCapacity',
+        metadata: { name, namespace: 'kube-system' },
+        storageClassName: sc.metadata?.name ?? '',
+        nodeTopology: { matchLabels: { [HOSTNAME_LABEL]: this.nodeName } },
+        capacity: String(free),
+      };
+      // Merge-patched when it exists (only capacity moves), created the first time.
+      await this.client
+        .patch(
+          resources.csistoragecapacities,
+          name,
+          { capacity: body.capacity },
+          { namespace: 'kube-system' },
+        )
+        .catch(async (err) => {
+          if (!isNotFound(err)) throw err;
+          await this.client.create(resources.csistoragecapacities, body as never, {
+            namespace: 'kube-system',
+          });
+        });
+    }
+  }
+}
