@@ -95,6 +95,7 @@ node $kubit/packages/kubelet/dist/src/main.bundle.mjs \
   --address=0.0.0.0 \
   --port=10250 \
   --root-dir=/var/lib/kubelet \
+  --local-storage-dir=/var/lib/kubelet/storage \
   --tls-cert-file="$pki/kubelet-$NODE_NAME-server.crt" \
   --tls-private-key-file="$pki/kubelet-$NODE_NAME-server.key" \
   --client-ca-file="$pki/ca.crt" \

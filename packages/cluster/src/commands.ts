@@ -199,6 +199,8 @@ export function kubeletCommand(
       `--address=${NODE_IP}`,
       `--port=${ports.kubelets[node.index]}`,
       `--root-dir=${node.kubeletRootDir}`,
+      // Its local-path directories and kubit-disk files, under the node's dir so `down` finds them.
+      `--local-storage-dir=${join(node.dir, 'storage')}`,
       `--tls-cert-file=${serving.cert}`,
       `--tls-private-key-file=${serving.key}`,
       `--client-ca-file=${ca(layout)}`,

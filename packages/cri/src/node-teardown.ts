@@ -98,9 +98,30 @@ function mountsUnder(prefix: string): string[] {
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }
 
-/** Lazily unmounts whatever is still mounted at or under `dir` (containerd's, a killed kubelet's volumes, dockerd's layers). */
+/** Loop devices whose backing file lies under `dir` (a node's kubit-disk volumes). */
+function loopDevicesUnder(dir: string): string[] {
+  const prefix = `${dir}/`;
+  const out: string[] = [];
+  const names = existsSync('/sys/block') ? readdirSync('/sys/block').filter((n) => n.startsWith('loop')) : [];
+  for (const name of names) {
+    try {
+      const file = readFileSync(`/sys/block/${name}/loop/backing_file`, 'utf8').trim();
+      if (file.startsWith(prefix)) out.push(`/dev/${name}`);
+    } catch {
+      // not attached
+    }
+  }
+  return out;
+}
+
+/**
+ * Lazily unmounts whatever is still mounted at or under `dir` (containerd's, a killed
+ * kubelet's volumes, dockerd's layers), then detaches the loop devices of the disks kept
+ * there (the kernel frees a lazily unmounted one once its last user is gone).
+ */
 export async function unmountUnder(dir: string): Promise<void> {
   for (const m of mountsUnder(dir)) await run('umount', ['-l', m]).catch(() => {});
+  for (const dev of loopDevicesUnder(dir)) await run('losetup', ['-d', dev]).catch(() => {});
 }
 
 /** The bridge and host-local's leases of a node's CNI network, which live outside its state dir. */

@@ -293,6 +293,7 @@ function commandsFor(inv: Inventory, h: Host, p: HostPaths): [UnitRef, Command][
         `--address=${a}`,
         `--port=${PORTS.kubelet}`,
         `--root-dir=${p.kubeletRoot}`,
+        `--local-storage-dir=${p.kubeletRoot}/storage`,
         `--tls-cert-file=${cert}`,
         `--tls-private-key-file=${key}`,
         `--client-ca-file=${ca}`,
