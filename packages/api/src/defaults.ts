@@ -197,6 +197,58 @@ export function defaultDeployment(d: Obj): Obj {
   return d;
 }
 
+/** Kubernetes' SetDefaults_DaemonSet: RollingUpdate 1 unavailable, 0 surge; 10 revisions kept. */
+export function defaultDaemonSet(ds: Obj): Obj {
+  const spec = child(ds, 'spec');
+  if (!spec) return ds;
+  const strategy = child(spec, 'updateStrategy');
+  if (strategy) {
+    setDefault(strategy, 'type', 'RollingUpdate');
+    if (own(strategy, 'type') === 'RollingUpdate') {
+      const rolling = child(strategy, 'rollingUpdate');
+      if (rolling) {
+        setDefault(rolling, 'maxUnavailable', 1);
+        setDefault(rolling, 'maxSurge', 0);
+      }
+    }
+  }
+  setDefault(spec, 'revisionHistoryLimit', 10);
+  defaultTemplate(spec);
+  return ds;
+}
+
+/**
+ * Kubernetes' SetDefaults_StatefulSet: OrderedReady, RollingUpdate from partition 0,
+ * claims retained on delete and scale, 1 replica, 10 revisions kept; claim templates
+ * default to a Filesystem volume.
+ */
+export function defaultStatefulSet(sts: Obj): Obj {
+  const spec = child(sts, 'spec');
+  if (!spec) return sts;
+  setDefault(spec, 'podManagementPolicy', 'OrderedReady');
+  const strategy = child(spec, 'updateStrategy');
+  if (strategy) {
+    setDefault(strategy, 'type', 'RollingUpdate');
+    if (own(strategy, 'type') === 'RollingUpdate') {
+      const rolling = child(strategy, 'rollingUpdate');
+      if (rolling) setDefault(rolling, 'partition', 0);
+    }
+  }
+  const retention = child(spec, 'persistentVolumeClaimRetentionPolicy');
+  if (retention) {
+    setDefault(retention, 'whenDeleted', 'Retain');
+    setDefault(retention, 'whenScaled', 'Retain');
+  }
+  setDefault(spec, 'replicas', 1);
+  setDefault(spec, 'revisionHistoryLimit', 10);
+  for (const t of objects(own(spec, 'volumeClaimTemplates'))) {
+    const cspec = child(t, 'spec');
+    if (cspec) setDefault(cspec, 'volumeMode', 'Filesystem');
+  }
+  defaultTemplate(spec);
+  return sts;
+}
+
 export function defaultNode(node: Obj): Obj {
   const status = own(node, 'status');
   if (isObj(status) && isObj(own(status, 'capacity'))) {
@@ -235,6 +287,8 @@ const DEFAULTERS: Record<string, (o: Obj) => Obj> = {
   'v1/ReplicationController': defaultReplicationController,
   'apps/v1/ReplicaSet': defaultReplicaSet,
   'apps/v1/Deployment': defaultDeployment,
+  'apps/v1/DaemonSet': defaultDaemonSet,
+  'apps/v1/StatefulSet': defaultStatefulSet,
   'rbac.authorization.k8s.io/v1/RoleBinding': defaultRoleBinding,
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': defaultRoleBinding,
 };

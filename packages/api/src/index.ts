@@ -14,6 +14,13 @@ export * from './status.js';
 export * from './storage.js';
 export * from './taints.js';
 export * from './types.js';
+export {
+  POD_MANAGEMENT_POLICIES,
+  PVC_RETENTION_POLICIES,
+  validateControllerRevision,
+  validateDaemonSet,
+  validateStatefulSet,
+} from './validation/apps-workloads.js';
 export * from './validation/index.js';
 export {
   MAX_DATA_SIZE,

@@ -7,6 +7,14 @@ import { type FieldError, fieldErrors } from '../field-errors.js';
 import { invalid, type StatusError } from '../status.js';
 import { type KindInfo, type KubeObject, kindOf, parseApiVersion } from '../types.js';
 import {
+  validateControllerRevision,
+  validateControllerRevisionUpdate,
+  validateDaemonSet,
+  validateDaemonSetUpdate,
+  validateStatefulSet,
+  validateStatefulSetUpdate,
+} from './apps-workloads.js';
+import {
   validateBinding,
   validateBindingUpdate,
   validateConfigMap,
@@ -97,6 +105,17 @@ const validators: Record<string, KindValidator> = {
   '/ReplicationController': { name: nameIsDNSSubdomain, create: validateReplicationController },
   'apps/ReplicaSet': { name: nameIsDNSSubdomain, create: validateReplicaSet, update: validateSelectorUpdate },
   'apps/Deployment': { name: nameIsDNSSubdomain, create: validateDeployment, update: validateSelectorUpdate },
+  'apps/DaemonSet': { name: nameIsDNSSubdomain, create: validateDaemonSet, update: validateDaemonSetUpdate },
+  'apps/StatefulSet': {
+    name: nameIsDNSSubdomain,
+    create: validateStatefulSet,
+    update: validateStatefulSetUpdate,
+  },
+  'apps/ControllerRevision': {
+    name: nameIsDNSSubdomain,
+    create: validateControllerRevision,
+    update: validateControllerRevisionUpdate,
+  },
   'events.k8s.io/Event': { name: nameIsDNSSubdomain, create: validateEventsV1Event },
   'policy/PodDisruptionBudget': { name: nameIsDNSSubdomain, create: validatePodDisruptionBudget },
 };

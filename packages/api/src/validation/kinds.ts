@@ -374,7 +374,7 @@ export function validateBindingUpdate(newObj: Obj, oldObj: Obj, errs: FieldError
 const PERCENT = /^[0-9]+%$/;
 
 /** An IntOrString count or percentage; returns the percent (or count) for cross-checks. */
-function validateIntOrPercent(
+export function validateIntOrPercent(
   v: unknown,
   path: string,
   errs: FieldError[],
@@ -401,7 +401,7 @@ function validateIntOrPercent(
   return undefined;
 }
 
-function validateSelectorAndTemplate(spec: Obj, errs: FieldError[]): void {
+export function validateSelectorAndTemplate(spec: Obj, errs: FieldError[], kind = 'deployment'): void {
   const selectorV = own(spec, 'selector');
   let selector: ReturnType<typeof labelSelectorAsSelector> | undefined;
   if (selectorV === undefined || selectorV === null) {
@@ -412,9 +412,7 @@ function validateSelectorAndTemplate(spec: Obj, errs: FieldError[]): void {
     try {
       selector = labelSelectorAsSelector(selectorV as LabelSelector);
       if (selector.empty()) {
-        errs.push(
-          fieldErrors.invalid('spec.selector', selectorV, 'empty selector is invalid for deployment'),
-        );
+        errs.push(fieldErrors.invalid('spec.selector', selectorV, `empty selector is invalid for ${kind}`));
         selector = undefined;
       }
     } catch (e) {

@@ -1,10 +1,17 @@
 // apps/v1 ReplicaSets and Deployments, and core/v1 ReplicationControllers (the
 // ReplicaSet's predecessor, with a plain label map for a selector): the status
 // strategy, the scale subresource and the columns of `kubectl get rs` /
-// `kubectl get deploy` / `kubectl get rc`.
+// `kubectl get deploy` / `kubectl get rc`; DaemonSets, StatefulSets and
+// ControllerRevisions (`kubectl get ds|sts|controllerrevisions`).
 // Defaulting and validation (selector vs template labels, strategy rules,
 // immutable selector) come from @kubit/api.
-import { defaultDeployment, defaultReplicaSet, defaultReplicationController } from '@kubit/api';
+import {
+  defaultDaemonSet,
+  defaultDeployment,
+  defaultReplicaSet,
+  defaultReplicationController,
+  defaultStatefulSet,
+} from '@kubit/api';
 import { schemas } from '../model/schema.js';
 import { selectorText } from '../model/selectors.js';
 import type { KObject } from '../storage.js';
@@ -184,4 +191,162 @@ export const replicationcontrollers: KindDef = {
   },
   fields: (rc) => ({ 'status.replicas': String(int(obj(rc.status).replicas)) }),
   table: replicatedTable(true),
+};
+
+/** The template of a DaemonSet or StatefulSet example: one busybox container labelled app=example. */
+const workloadExampleSpec = {
+  selector: replicatedExample.spec.selector,
+  template: replicatedExample.spec.template,
+};
+
+/** `kubectl get ds`' NODE SELECTOR: the template's nodeSelector as k=v pairs, sorted. */
+function nodeSelectorText(ds: KObject): string {
+  const sel = obj(obj(obj(obj(ds.spec).template).spec).nodeSelector);
+  const pairs = Object.keys(sel)
+    .sort()
+    .map((k) => `${k}=${str(sel[k])}`);
+  return pairs.length > 0 ? pairs.join(',') : '<none>';
+}
+
+export const daemonsets: KindDef = {
+  ...scalable,
+  subresources: [statusSubresource],
+  kind: 'DaemonSet',
+  resource: 'daemonsets',
+  singular: 'daemonset',
+  shortNames: ['ds'],
+  schema: schemas.daemonSet,
+  example: { spec: workloadExampleSpec },
+  defaults: (ds) => void defaultDaemonSet(ds),
+  prepareForCreate(ds) {
+    // The counts that are not omitempty in Kubernetes' DaemonSetStatus start at 0.
+    ds.status = {
+      currentNumberScheduled: 0,
+      numberMisscheduled: 0,
+      desiredNumberScheduled: 0,
+      numberReady: 0,
+    };
+  },
+  table: {
+    columns: [
+      {
+        name: 'Desired',
+        type: 'integer',
+        description: 'The total number of nodes that should be running the daemon pod.',
+        priority: 0,
+      },
+      {
+        name: 'Current',
+        type: 'integer',
+        description: 'The number of nodes that are running at least 1 daemon pod.',
+        priority: 0,
+      },
+      {
+        name: 'Ready',
+        type: 'integer',
+        description: 'The number of nodes that should be running the daemon pod and have one ready.',
+        priority: 0,
+      },
+      {
+        name: 'Up-to-date',
+        type: 'integer',
+        description: 'The total number of nodes that are running updated daemon pod.',
+        priority: 0,
+      },
+      {
+        name: 'Available',
+        type: 'integer',
+        description: 'The number of nodes that should be running the daemon pod and have one available.',
+        priority: 0,
+      },
+      {
+        name: 'Node Selector',
+        type: 'string',
+        description: 'NodeSelector is a selector which must be true for the pod to fit on a node.',
+        priority: 0,
+      },
+      AGE,
+      ...TEMPLATE_COLUMNS,
+    ],
+    cells(ds, now) {
+      const st = obj(ds.status);
+      return [
+        int(st.desiredNumberScheduled),
+        int(st.currentNumberScheduled),
+        int(st.numberReady),
+        int(st.updatedNumberScheduled),
+        int(st.numberAvailable),
+        nodeSelectorText(ds),
+        age(ds, now),
+        ...templateCells(ds),
+      ];
+    },
+  },
+};
+
+export const statefulsets: KindDef = {
+  ...scalable,
+  kind: 'StatefulSet',
+  resource: 'statefulsets',
+  singular: 'statefulset',
+  shortNames: ['sts'],
+  schema: schemas.statefulSet,
+  example: { spec: { ...workloadExampleSpec, replicas: 1, serviceName: 'example' } },
+  defaults: (sts) => void defaultStatefulSet(sts),
+  prepareForCreate(sts) {
+    // replicas and availableReplicas are not omitempty in Kubernetes' StatefulSetStatus.
+    sts.status = { replicas: 0, availableReplicas: 0 };
+  },
+  table: {
+    columns: [
+      {
+        name: 'Ready',
+        type: 'string',
+        description: 'Number of the pod with ready state',
+        priority: 0,
+      },
+      AGE,
+      ...TEMPLATE_COLUMNS.slice(0, 2),
+    ],
+    cells(sts, now) {
+      const st = obj(sts.status);
+      return [
+        `${int(st.readyReplicas)}/${int(obj(sts.spec).replicas)}`,
+        age(sts, now),
+        ...templateCells(sts).slice(0, 2),
+      ];
+    },
+  },
+};
+
+/** `kubectl get controllerrevisions`' CONTROLLER: `<kind>.<group>/<name>` of the controller owner. */
+function controllerText(cr: KObject): string {
+  const ref = arr(cr.metadata?.ownerReferences)
+    .map(obj)
+    .find((r) => r.controller === true);
+  if (!ref) return '<none>';
+  const apiVersion = str(ref.apiVersion);
+  const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
+  return `${str(ref.kind).toLowerCase()}${group ? `.${group}` : ''}/${str(ref.name)}`;
+}
+
+export const controllerrevisions: KindDef = {
+  group: 'apps',
+  version: 'v1',
+  namespaced: true,
+  nameRule: 'subdomain',
+  kind: 'ControllerRevision',
+  resource: 'controllerrevisions',
+  singular: 'controllerrevision',
+  schema: schemas.controllerRevision,
+  subresources: [],
+  example: { data: { spec: { template: { $patch: 'replace' } } }, revision: 1 },
+  table: {
+    columns: [
+      { name: 'Controller', type: 'string', description: 'Controller of the object', priority: 0 },
+      { name: 'Revision', type: 'integer', description: 'Revision of the ControllerRevision', priority: 0 },
+      AGE,
+    ],
+    cells: (cr, now) => [controllerText(cr), int(cr.revision), age(cr, now)],
+  },
 };

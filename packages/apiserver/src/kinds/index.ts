@@ -3,7 +3,14 @@
 import type { ServiceAccountTokens } from '../sa-tokens.js';
 import type { ServiceNetworking } from '../services/networking.js';
 import { tokenSubresource } from '../subresources/token.js';
-import { deployments, replicasets, replicationcontrollers } from './apps.js';
+import {
+  controllerrevisions,
+  daemonsets,
+  deployments,
+  replicasets,
+  replicationcontrollers,
+  statefulsets,
+} from './apps.js';
 import {
   clusterrolebindings,
   clusterroles,
@@ -92,6 +99,9 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     clusterrolebindings,
     replicasets,
     deployments,
+    daemonsets,
+    statefulsets,
+    controllerrevisions,
     poddisruptionbudgets,
   ];
 }

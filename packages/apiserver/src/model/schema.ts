@@ -278,6 +278,53 @@ const deploymentSpec = S.obj({
   progressDeadlineSeconds: S.int,
 });
 
+const daemonSetSpec = S.obj({
+  selector: labelSelector,
+  template: podTemplateSpec,
+  updateStrategy: S.obj({
+    type: S.str,
+    rollingUpdate: S.obj({ maxUnavailable: S.intOrStr, maxSurge: S.intOrStr }),
+  }),
+  minReadySeconds: S.int,
+  revisionHistoryLimit: S.int,
+});
+
+/** A claim template: ObjectMeta and a PersistentVolumeClaimSpec (kept open for the storage kinds' fields). */
+const claimTemplate = S.obj({
+  apiVersion: S.str,
+  kind: S.str,
+  metadata: objectMeta,
+  spec: S.obj(
+    {
+      accessModes: strList,
+      storageClassName: S.str,
+      volumeMode: S.str,
+      volumeName: S.str,
+      resources: S.obj({ limits: S.map(S.quantity), requests: S.map(S.quantity) }),
+      selector: labelSelector,
+    },
+    true,
+  ),
+  status: S.obj({}, true),
+});
+
+const statefulSetSpec = S.obj({
+  replicas: S.int,
+  selector: labelSelector,
+  template: podTemplateSpec,
+  volumeClaimTemplates: S.list(claimTemplate),
+  serviceName: S.str,
+  podManagementPolicy: S.str,
+  updateStrategy: S.obj({
+    type: S.str,
+    rollingUpdate: S.obj({ partition: S.int, maxUnavailable: S.intOrStr }),
+  }),
+  revisionHistoryLimit: S.int,
+  minReadySeconds: S.int,
+  persistentVolumeClaimRetentionPolicy: S.obj({ whenDeleted: S.str, whenScaled: S.str }),
+  ordinals: S.obj({ start: S.int }),
+});
+
 const objectReference = S.obj({
   kind: S.str,
   namespace: S.str,
@@ -364,6 +411,10 @@ export const schemas = {
   replicaSet: S.obj({ ...typeMeta, spec: replicaSetSpec, status: S.obj({}, true) }),
   deployment: S.obj({ ...typeMeta, spec: deploymentSpec, status: S.obj({}, true) }),
   replicationController: S.obj({ ...typeMeta, spec: replicationControllerSpec, status: S.obj({}, true) }),
+  daemonSet: S.obj({ ...typeMeta, spec: daemonSetSpec, status: S.obj({}, true) }),
+  statefulSet: S.obj({ ...typeMeta, spec: statefulSetSpec, status: S.obj({}, true) }),
+  /** apps/v1 ControllerRevision: data is any object (a patch of the owner's spec). */
+  controllerRevision: S.obj({ ...typeMeta, data: S.any, revision: S.int }),
   /** autoscaling/v1 Scale, the body of the scale subresource. */
   scale: S.obj({
     ...typeMeta,
