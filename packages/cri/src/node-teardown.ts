@@ -10,6 +10,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CriRuntime } from './cri.js';
+import { loopDevicesUnder, mountsUnder } from './host-mounts.js';
 
 const run = promisify(execFile);
 
@@ -88,40 +89,14 @@ export function killStrayShims(socket: string): number {
   return pids.length;
 }
 
-/** Mount points at or under `prefix`, deepest first, so they can be unmounted in order. */
-function mountsUnder(prefix: string): string[] {
-  const points = readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    // The mount point is the fifth field; the kernel writes a space inside a path as \040.
-    .map((l) => l.split(' ')[4]?.replace(/\\040/g, ' '))
-    .filter((m): m is string => typeof m === 'string' && (m === prefix || m.startsWith(`${prefix}/`)));
-  return [...new Set(points)].sort((a, b) => b.length - a.length);
-}
-
-/** Loop devices whose backing file lies under `dir` (a node's kubit-disk volumes). */
-function loopDevicesUnder(dir: string): string[] {
-  const prefix = `${dir}/`;
-  const out: string[] = [];
-  const names = existsSync('/sys/block') ? readdirSync('/sys/block').filter((n) => n.startsWith('loop')) : [];
-  for (const name of names) {
-    try {
-      const file = readFileSync(`/sys/block/${name}/loop/backing_file`, 'utf8').trim();
-      if (file.startsWith(prefix)) out.push(`/dev/${name}`);
-    } catch {
-      // not attached
-    }
-  }
-  return out;
-}
-
 /**
  * Lazily unmounts whatever is still mounted at or under `dir` (containerd's, a killed
  * kubelet's volumes, dockerd's layers), then detaches the loop devices of the disks kept
  * there (the kernel frees a lazily unmounted one once its last user is gone).
  */
 export async function unmountUnder(dir: string): Promise<void> {
-  for (const m of mountsUnder(dir)) await run('umount', ['-l', m]).catch(() => {});
-  for (const dev of loopDevicesUnder(dir)) await run('losetup', ['-d', dev]).catch(() => {});
+  for (const m of mountsUnder(dir)) await run('umount', ['-l', m.mountPoint]).catch(() => {});
+  for (const l of loopDevicesUnder(dir)) await run('losetup', ['-d', l.device]).catch(() => {});
 }
 
 /** The bridge and host-local's leases of a node's CNI network, which live outside its state dir. */

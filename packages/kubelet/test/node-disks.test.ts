@@ -9,20 +9,19 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { DISK_BACKING_FILE_ATTRIBUTE, DISK_CSI_DRIVER } from '@kubit/api';
+import {
+  isMountPoint,
+  loopDevicesOf,
+  loopDevicesUnder,
+  mountsUnder,
+  parseMountInfo,
+  readMountTable,
+} from '@kubit/cri/host-mounts';
 import { tempDir } from '@kubit/testkit';
 import { MemoryObjectSource } from '../src/pods/sinks.js';
 import { MountError, VolumeManager } from '../src/pods/volumes.js';
-import {
-  attach,
-  createBackingFile,
-  detach,
-  grow,
-  loopDevicesOf,
-  loopDevicesUnder,
-  prepareDisk,
-} from '../src/volumes/disk.js';
+import { attach, createBackingFile, detach, grow, prepareDisk } from '../src/volumes/disk.js';
 import { LocalStorage } from '../src/volumes/local-path.js';
-import { isMountPoint, mountsUnder, parseMountInfo, readMountTable } from '../src/volumes/mount-table.js';
 import { bindMount, mountDevice, unmount, unmountAll } from '../src/volumes/mounter.js';
 import { makePod } from './helpers.js';
 

@@ -1,6 +1,6 @@
 // The pod logic's sinks, backed by the apiserver through @kubit/client.
-import { isConflict, isInvalid, isNotFound } from '@kubit/api';
-import { backoff, EventRecorder, type KubeClient, resources } from '@kubit/client';
+import { isConflict, isInvalid, isNotFound, type KubeObject } from '@kubit/api';
+import { backoff, EventRecorder, type KubeClient, type ResourceRef, resources } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import type {
   ConfigMap,
@@ -227,38 +227,30 @@ export class ApiObjectSource implements ObjectSource, TokenIssuer {
     };
   }
 
-  async configMap(namespace: string, name: string): Promise<ConfigMap | undefined> {
-    try {
-      return await this.client.get<ConfigMap>(resources.configmaps, name, { namespace });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+  configMap(namespace: string, name: string): Promise<ConfigMap | undefined> {
+    return this.getIfExists<ConfigMap>(resources.configmaps, name, namespace);
   }
 
-  async secret(namespace: string, name: string): Promise<Secret | undefined> {
-    try {
-      return await this.client.get<Secret>(resources.secrets, name, { namespace });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+  secret(namespace: string, name: string): Promise<Secret | undefined> {
+    return this.getIfExists<Secret>(resources.secrets, name, namespace);
   }
 
-  async persistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim | undefined> {
-    try {
-      return await this.client.get<PersistentVolumeClaim>(resources.persistentvolumeclaims, name, {
-        namespace,
-      });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+  persistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim | undefined> {
+    return this.getIfExists<PersistentVolumeClaim>(resources.persistentvolumeclaims, name, namespace);
   }
 
-  async persistentVolume(name: string): Promise<PersistentVolume | undefined> {
+  persistentVolume(name: string): Promise<PersistentVolume | undefined> {
+    return this.getIfExists<PersistentVolume>(resources.persistentvolumes, name);
+  }
+
+  /** The object, or undefined when the apiserver says it does not exist (a pod may name one not made yet). */
+  private async getIfExists<T extends KubeObject>(
+    resource: ResourceRef,
+    name: string,
+    namespace?: string,
+  ): Promise<T | undefined> {
     try {
-      return await this.client.get<PersistentVolume>(resources.persistentvolumes, name);
+      return await this.client.get<T>(resource, name, namespace === undefined ? {} : { namespace });
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;

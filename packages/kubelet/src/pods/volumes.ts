@@ -9,6 +9,7 @@ import { chmod, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize } from 'node:path';
 import { promisify } from 'node:util';
 import { toNumber } from '@kubit/api';
+import { isMountPoint, mountsUnder, readMountTable } from '@kubit/cri/host-mounts';
 import { createLogger, type Logger } from '@kubit/daemon';
 import type {
   ConfigMapProjection,
@@ -20,7 +21,6 @@ import type {
   Volume,
 } from 'kubernetes-types/core/v1.js';
 import { detachDevice } from '../volumes/disk.js';
-import { isMountPoint, mountsUnder, readMountTable } from '../volumes/mount-table.js';
 import { unmount } from '../volumes/mounter.js';
 import { claimNameOf, PersistentMountError, setUpClaimVolume } from '../volumes/persistent.js';
 import { ContainerConfigError, fieldValue, resourceValue } from './env.js';

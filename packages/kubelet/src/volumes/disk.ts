@@ -1,12 +1,13 @@
 // A kubit-disk volume's disk: a sparse file on the node, attached as a loop device and
 // formatted ext4. Nothing is remembered in memory: the loop device of a file is found
-// again from /sys/block/loop*/loop/backing_file, so a restarted kubelet (or `down`)
+// again from /sys/block/loop*/loop/backing_file (@kubit/cri/host-mounts), so a restarted kubelet (or `down`)
 // finds the devices an earlier one attached.
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, open, stat, truncate } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { dirname } from 'node:path';
 import { promisify } from 'node:util';
+import { loopDevicesOf } from '@kubit/cri/host-mounts';
 
 const run = promisify(execFile);
 
@@ -17,51 +18,6 @@ async function tool(cmd: string, args: string[]): Promise<string> {
     const e = err as { stderr?: string; message: string };
     throw new Error(`${cmd} ${args.join(' ')}: ${(e.stderr ?? '').trim() || e.message}`);
   }
-}
-
-/** The loop devices attached to `file` (normally one), as /dev/loopN. */
-export function loopDevicesOf(file: string): string[] {
-  const want = resolve(file);
-  const out: string[] = [];
-  let entries: string[];
-  try {
-    entries = readdirSync('/sys/block').filter((n) => n.startsWith('loop'));
-  } catch {
-    return [];
-  }
-  for (const name of entries) {
-    let backing: string;
-    try {
-      backing = readFileSync(`/sys/block/${name}/loop/backing_file`, 'utf8').trim();
-    } catch {
-      continue; // not attached
-    }
-    if (backing === want || backing === `${want} (deleted)`) out.push(`/dev/${name}`);
-  }
-  return out;
-}
-
-/** Every loop device whose backing file lies under `dir` (for the clean-up of a whole node). */
-export function loopDevicesUnder(dir: string): { device: string; file: string }[] {
-  const prefix = `${resolve(dir)}/`;
-  const out: { device: string; file: string }[] = [];
-  let entries: string[] = [];
-  try {
-    entries = readdirSync('/sys/block').filter((n) => n.startsWith('loop'));
-  } catch {
-    return [];
-  }
-  for (const name of entries) {
-    try {
-      const file = readFileSync(`/sys/block/${name}/loop/backing_file`, 'utf8')
-        .trim()
-        .replace(/ \(deleted\)$/, '');
-      if (file.startsWith(prefix)) out.push({ device: `/dev/${name}`, file });
-    } catch {
-      // not attached
-    }
-  }
-  return out;
 }
 
 /** Creates a sparse file of `bytes` (no blocks are written until the filesystem uses them). */

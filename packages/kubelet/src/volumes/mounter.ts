@@ -3,7 +3,7 @@
 // kubelet does not know which half of a tear-down already happened).
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { isMountPoint, mountsUnder } from './mount-table.js';
+import { isMountPoint, mountsUnder } from '@kubit/cri/host-mounts';
 
 const run = promisify(execFile);
 

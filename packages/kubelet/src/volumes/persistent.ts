@@ -7,9 +7,10 @@ import { existsSync, statSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISK_BACKING_FILE_ATTRIBUTE, DISK_CSI_DRIVER } from '@kubit/api';
+import { loopDevicesOf } from '@kubit/cri/host-mounts';
 import type { PersistentVolume, Pod, Volume } from 'kubernetes-types/core/v1.js';
 import type { ObjectSource } from '../pods/sinks.js';
-import { detach, loopDevicesOf, prepareDisk } from './disk.js';
+import { detach, prepareDisk } from './disk.js';
 import { bindMount, mountDevice } from './mounter.js';
 
 export class PersistentMountError extends Error {}

@@ -14,12 +14,12 @@ import {
   SELECTED_NODE_ANNOTATION,
 } from '@kubit/api';
 import { EventRecorder, Informer, type KubeClient, resources } from '@kubit/client';
+import { readMountTable } from '@kubit/cri/host-mounts';
 import type { Logger } from '@kubit/daemon';
 import type { PersistentVolume, PersistentVolumeClaim } from 'kubernetes-types/core/v1.js';
 import type { StorageClass } from 'kubernetes-types/storage/v1.js';
 import { createBackingFile, detach } from './disk.js';
 import type { LocalStorage } from './local-path.js';
-import { readMountTable } from './mount-table.js';
 import { provisionerFor, requestedBytes, toDelete, volumeFor } from './provisioned-volume.js';
 
 /** How often free space is published (the scheduler reads it for WaitForFirstConsumer claims). */

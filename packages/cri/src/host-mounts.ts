@@ -1,7 +1,12 @@
-// The node's mount table as the kernel reports it (/proc/self/mountinfo). The kubelet
-// keeps no list of its own mounts: after a restart it finds them here again, and a
-// mount is "there" only when the kernel says so.
-import { readFileSync } from 'node:fs';
+// What the host kernel says is mounted and attached: the mount table
+// (/proc/self/mountinfo) and the loop devices with their backing files
+// (/sys/block/loop*/loop/backing_file). Nobody keeps a list of their own: the
+// kubelet after a restart, the cluster's `down` and the test harness all find
+// mounts and disks here again, so a mount or disk is "there" only when the
+// kernel says so. One copy, below the kubelet and node-teardown, so they read the
+// kernel the same way.
+import { readdirSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 
 export interface MountEntry {
   /** Where it is mounted (escapes such as \040 decoded). */
@@ -56,4 +61,40 @@ export function mountsUnder(dir: string, table: MountEntry[] = readMountTable())
   return table
     .filter((m) => m.mountPoint === dir || m.mountPoint.startsWith(prefix))
     .sort((a, b) => b.mountPoint.length - a.mountPoint.length);
+}
+
+/** Every attached loop device with its backing file (" (deleted)" dropped). */
+export function attachedLoopDevices(): { device: string; file: string }[] {
+  let names: string[];
+  try {
+    names = readdirSync('/sys/block').filter((n) => n.startsWith('loop'));
+  } catch {
+    return [];
+  }
+  const out: { device: string; file: string }[] = [];
+  for (const name of names) {
+    try {
+      const file = readFileSync(`/sys/block/${name}/loop/backing_file`, 'utf8')
+        .trim()
+        .replace(/ \(deleted\)$/, '');
+      out.push({ device: `/dev/${name}`, file });
+    } catch {
+      // not attached
+    }
+  }
+  return out;
+}
+
+/** The loop devices attached to `file` (normally one), as /dev/loopN. */
+export function loopDevicesOf(file: string): string[] {
+  const want = resolve(file);
+  return attachedLoopDevices()
+    .filter((l) => l.file === want)
+    .map((l) => l.device);
+}
+
+/** Every loop device whose backing file lies under `dir` (the clean-up of a whole node). */
+export function loopDevicesUnder(dir: string): { device: string; file: string }[] {
+  const prefix = `${resolve(dir)}/`;
+  return attachedLoopDevices().filter((l) => l.file.startsWith(prefix));
 }
