@@ -102,6 +102,14 @@ export interface Mount {
   readonly: boolean;
 }
 
+/** A host device node given to the container (a Block volume). */
+export interface Device {
+  containerPath: string;
+  hostPath: string;
+  /** cgroup device permissions: "rwm" (read, write, mknod). */
+  permissions: string;
+}
+
 export interface LinuxContainerResources {
   cpuPeriod?: number;
   cpuQuota?: number;
@@ -130,6 +138,7 @@ export interface ContainerConfig {
   workingDir: string;
   envs: { key: string; value: string }[];
   mounts: Mount[];
+  devices?: Device[];
   labels: Labels;
   annotations: Labels;
   /** Relative to the sandbox's logDirectory. */

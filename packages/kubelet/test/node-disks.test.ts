@@ -236,3 +236,60 @@ test('pod claim volumes: local and kubit-disk mounted for the pod, unbound or br
   }
   assert.deepEqual(loopDevicesOf(disk), []);
 });
+
+test('a Block kubit-disk: the raw loop device given to the pod, never formatted, released at tear-down', async () => {
+  const dir = await tempDir('kubit-block-');
+  const storage = new LocalStorage(join(dir.path, 'storage'));
+  const objects = new MemoryObjectSource();
+  const volumes = new VolumeManager(join(dir.path, 'root'), objects);
+  const disk = storage.diskFile('pvc-raw');
+  try {
+    await createBackingFile(disk, 16 * MiB);
+    objects.putVolume({
+      metadata: { name: 'pvc-raw' },
+      spec: {
+        volumeMode: 'Block',
+        csi: {
+          driver: DISK_CSI_DRIVER,
+          volumeHandle: 'pvc-raw',
+          volumeAttributes: { [DISK_BACKING_FILE_ATTRIBUTE]: disk },
+        },
+      },
+    });
+    objects.putClaim({
+      metadata: { name: 'raw', namespace: 'default' },
+      spec: { volumeName: 'pvc-raw', volumeMode: 'Block', accessModes: ['ReadWriteOnce'] },
+      status: { phase: 'Bound' },
+    });
+    const pod = makePod('db', {
+      containers: [
+        { name: 'c', image: 'busybox', volumeDevices: [{ name: 'raw', devicePath: '/dev/xvda' }] },
+      ],
+      volumes: [{ name: 'raw', persistentVolumeClaim: { claimName: 'raw' } }],
+    });
+    const paths = await volumes.setUp(pod);
+    const host = paths.get('raw') ?? '';
+    const [dev] = loopDevicesOf(disk);
+    assert.match(dev ?? '', /^\/dev\/loop\d+$/);
+    const st = await stat(host);
+    assert.ok(st.isBlockDevice(), `${host} is the device itself`);
+    assert.equal(st.rdev, (await stat(dev ?? '')).rdev, 'the pod gets the disk’s loop device');
+    const probe = await run('blkid', ['-p', dev ?? '']).catch((e: { code?: number }) => e);
+    assert.equal(
+      (probe as { code?: number }).code,
+      2,
+      'a Block volume is never formatted (blkid finds nothing)',
+    );
+    // Setting up again (the worker's next sync) changes nothing.
+    assert.equal((await volumes.setUp(pod)).get('raw'), host);
+    assert.equal(loopDevicesOf(disk).length, 1);
+
+    await volumes.tearDown(pod.metadata?.uid ?? '');
+    assert.deepEqual(mountsUnder(dir.path), []);
+    assert.deepEqual(loopDevicesOf(disk), [], 'the device is detached when the pod is gone');
+  } finally {
+    await unmountAll(dir.path).catch(() => {});
+    await detach(disk).catch(() => {});
+    await dir.cleanup();
+  }
+});

@@ -18,7 +18,7 @@ import {
   type PlanInput,
   type PodActions,
 } from '../src/pods/plan.js';
-import { containerHash, imagePullPolicy } from '../src/pods/runtime-config.js';
+import { containerConfig, containerHash, imagePullPolicy } from '../src/pods/runtime-config.js';
 import { makePod } from './helpers.js';
 
 const BACKOFF = { initialMs: 10_000, maxMs: 300_000, resetMs: 600_000 };
@@ -506,4 +506,36 @@ test('plan: images — the default pull policy, and pull or not once ImageStatus
       `${policy} present=${present} backoff=${backoff}`,
     );
   }
+});
+
+test('container config: a Block volume is a device at its devicePath, an undefined one is a config error', () => {
+  const pod = {
+    metadata: { name: 'db', namespace: 'default', uid: 'u1' },
+    spec: {
+      containers: [
+        { name: 'c', image: 'busybox', volumeDevices: [{ name: 'raw', devicePath: '/dev/xvda' }] },
+      ],
+      volumes: [{ name: 'raw', persistentVolumeClaim: { claimName: 'raw' } }],
+    },
+  };
+  const input = {
+    pod,
+    ref: { uid: 'u1', name: 'db', namespace: 'default' },
+    container: pod.spec.containers[0],
+    env: [],
+    restartCount: 0,
+    volumePaths: new Map([['raw', '/k/pods/u1/volumeDevices/kubernetes.io~csi/raw']]),
+    isInit: false,
+  } as unknown as Parameters<typeof containerConfig>[0];
+  assert.deepEqual(containerConfig(input).devices, [
+    {
+      containerPath: '/dev/xvda',
+      hostPath: '/k/pods/u1/volumeDevices/kubernetes.io~csi/raw',
+      permissions: 'rwm',
+    },
+  ]);
+  assert.throws(
+    () => containerConfig({ ...input, volumePaths: new Map() }),
+    /volume "raw" is a device but not defined in the pod/,
+  );
 });

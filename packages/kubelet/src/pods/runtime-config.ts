@@ -3,7 +3,7 @@
 // the environment (which reads configMaps and secrets) and the volume paths.
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import type { ContainerConfig, Mount, NamespaceOption, PodSandboxConfig } from '@kubit/cri';
+import type { ContainerConfig, Device, Mount, NamespaceOption, PodSandboxConfig } from '@kubit/cri';
 import type { Container, Pod } from 'kubernetes-types/core/v1.js';
 import type { ResolvConf } from './dns.js';
 import { ContainerConfigError, expandReferences } from './env.js';
@@ -119,6 +119,13 @@ export function containerConfig(input: ContainerConfigInput): ContainerConfig {
       readonly: !!vm.readOnly,
     });
   }
+  // A Block volume's "path" is its device (see volumes/persistent.ts).
+  const devices: Device[] = [];
+  for (const vd of c.volumeDevices ?? []) {
+    const host = volumePaths.get(vd.name);
+    if (!host) throw new ContainerConfigError(`volume "${vd.name}" is a device but not defined in the pod`);
+    devices.push({ containerPath: vd.devicePath, hostPath: host, permissions: 'rwm' });
+  }
   if (etcHostsPath && !pod.spec?.hostNetwork && !mounts.some((m) => m.containerPath === '/etc/hosts')) {
     mounts.push({ containerPath: '/etc/hosts', hostPath: etcHostsPath, readonly: false });
   }
@@ -134,6 +141,7 @@ export function containerConfig(input: ContainerConfigInput): ContainerConfig {
     workingDir: c.workingDir ?? '',
     envs: env,
     mounts,
+    ...(devices.length > 0 ? { devices } : {}),
     labels: { ...podLabels(ref), [CONTAINER_NAME_LABEL]: c.name },
     annotations: {
       [RESTART_COUNT_ANNOTATION]: String(restartCount),

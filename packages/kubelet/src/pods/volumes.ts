@@ -9,7 +9,7 @@ import { chmod, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize } from 'node:path';
 import { promisify } from 'node:util';
 import { toNumber } from '@kubit/api';
-import { isMountPoint, mountsUnder, readMountTable } from '@kubit/cri/host-mounts';
+import { isMountPoint, type MountEntry, mountsUnder, readMountTable } from '@kubit/cri/host-mounts';
 import { createLogger, type Logger } from '@kubit/daemon';
 import type {
   ConfigMapProjection,
@@ -38,6 +38,16 @@ export class MountError extends Error {
   ) {
     super(`MountVolume.SetUp failed for volume "${volume}" : ${message}`);
   }
+}
+
+/**
+ * The loop device a mount holds: a filesystem on it (source /dev/loopN), or a Block
+ * volume's bind mount of the device node itself (devtmpfs, root /loopN).
+ */
+function loopDeviceOf(m: MountEntry): string | undefined {
+  if (/^\/dev\/loop\d+$/.test(m.source)) return m.source;
+  if ((m.fsType === 'devtmpfs' || m.fsType === 'tmpfs') && /^\/loop\d+$/.test(m.root)) return `/dev${m.root}`;
+  return undefined;
 }
 
 /** Writes `files` into `dir` (creating subdirectories), removing what is no longer listed. */
@@ -323,9 +333,10 @@ export class VolumeManager {
         logFailure(this.log, { pod: `uid ${uid}`, call: `umount ${m.mountPoint}` })(err);
         continue;
       }
-      if (/^\/dev\/loop\d+$/.test(m.source) && !readMountTable().some((x) => x.source === m.source))
-        await detachDevice(m.source).catch(
-          logFailure(this.log, { pod: `uid ${uid}`, call: `losetup -d ${m.source}` }),
+      const loop = loopDeviceOf(m);
+      if (loop && !readMountTable().some((x) => loopDeviceOf(x) === loop))
+        await detachDevice(loop).catch(
+          logFailure(this.log, { pod: `uid ${uid}`, call: `losetup -d ${loop}` }),
         );
     }
     if (mountsUnder(dir).length > 0) throw new Error(`pod ${uid}: volumes are still mounted under ${dir}`);

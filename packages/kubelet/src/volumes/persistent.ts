@@ -4,13 +4,13 @@
 // a loop device, ext4 mounted). Every failure is a MountError, so the pod stays
 // ContainerCreating with a FailedMount event and the worker tries again.
 import { existsSync, statSync } from 'node:fs';
-import { chmod, chown, lstat, mkdir, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chmod, chown, lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { DISK_BACKING_FILE_ATTRIBUTE, DISK_CSI_DRIVER } from '@kubit/api';
 import { loopDevicesOf } from '@kubit/cri/host-mounts';
 import type { PersistentVolume, Pod, Volume } from 'kubernetes-types/core/v1.js';
 import type { ObjectSource } from '../pods/sinks.js';
-import { detach, prepareDisk } from './disk.js';
+import { attach, detach, prepareDisk } from './disk.js';
 import { bindMount, mountDevice } from './mounter.js';
 
 export class PersistentMountError extends Error {}
@@ -69,8 +69,7 @@ export async function setUpClaimVolume(
   const ns = pod.metadata?.namespace ?? 'default';
   const pv = await volumeOfClaim(objects, ns, claimName);
   const readOnly = !!v.persistentVolumeClaim?.readOnly;
-  if (pv.spec?.volumeMode === 'Block')
-    throw new PersistentMountError('volumeMode Block is not supported by this kubelet yet');
+  if (pv.spec?.volumeMode === 'Block') return setUpBlockDevice(pv, v, podVolumesDir);
   let target: string;
   const source = pv.spec?.local?.path ?? pv.spec?.hostPath?.path;
   if (source) {
@@ -107,5 +106,49 @@ export async function setUpClaimVolume(
   const fsGroup = pod.spec?.securityContext?.fsGroup;
   if (fsGroup !== undefined && !readOnly)
     await setOwnership(target, fsGroup, pod.spec?.securityContext?.fsGroupChangePolicy);
+  return target;
+}
+
+/**
+ * A volumeMode Block volume: the raw device (a kubit-disk's loop device, never
+ * formatted; or a local volume's device node), bind-mounted onto a file in the pod's
+ * volumeDevices directory. Containers get that file as a device (CRI devices). The bind
+ * mount is the record teardown finds in the mount table, even after a restart, to
+ * release the device again.
+ */
+async function setUpBlockDevice(pv: PersistentVolume, v: Volume, podVolumesDir: string): Promise<string> {
+  let device: string;
+  let kind: string;
+  let attachedHere = false;
+  if (pv.spec?.csi?.driver === DISK_CSI_DRIVER) {
+    const file = pv.spec.csi.volumeAttributes?.[DISK_BACKING_FILE_ATTRIBUTE] ?? '';
+    if (!file || !existsSync(file))
+      throw new PersistentMountError(
+        `backing file "${file}" of volume "${pv.metadata?.name}" does not exist`,
+      );
+    attachedHere = loopDevicesOf(file).length === 0;
+    device = await attach(file);
+    kind = 'kubernetes.io~csi';
+  } else if (pv.spec?.local?.path) {
+    device = pv.spec.local.path;
+    if (!existsSync(device) || !statSync(device).isBlockDevice())
+      throw new PersistentMountError(`path "${device}" is not a block device`);
+    kind = 'kubernetes.io~local-volume';
+  } else {
+    throw new PersistentMountError(
+      `persistentvolume "${pv.metadata?.name}" cannot be a block device here (local device, csi ${DISK_CSI_DRIVER})`,
+    );
+  }
+  // <pod>/volumeDevices/<plugin>/<volume>, beside <pod>/volumes.
+  const target = join(dirname(podVolumesDir), 'volumeDevices', kind, v.name);
+  try {
+    await mkdir(dirname(target), { recursive: true });
+    if (!existsSync(target)) await writeFile(target, '');
+    await bindMount(device, target);
+  } catch (err) {
+    if (attachedHere && pv.spec?.csi)
+      await detach(pv.spec.csi.volumeAttributes?.[DISK_BACKING_FILE_ATTRIBUTE] ?? '').catch(() => {});
+    throw new PersistentMountError((err as Error).message);
+  }
   return target;
 }
