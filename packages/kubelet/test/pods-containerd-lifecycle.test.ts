@@ -2,12 +2,16 @@
 // kubelet killed with SIGKILL and started again.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { DISK_BACKING_FILE_ATTRIBUTE, DISK_CSI_DRIVER } from '@kubit/api';
+import { loopDevicesOf } from '@kubit/cri/host-mounts';
 import { startProcess, type TestProcess, tempDir } from '@kubit/testkit';
 import type { PodStatus } from 'kubernetes-types/core/v1.js';
 import { POD_UID_LABEL } from '../src/pods/labels.js';
+import { createBackingFile } from '../src/volumes/disk.js';
 import { type Node, startNode } from './containerd-fixture.js';
 import { containerState, makePod, waitStatus, waitUntil } from './helpers.js';
 
@@ -107,6 +111,71 @@ test('configMap, secret, projected, memory emptyDir and env reach the container'
     'color=blue',
     'vols',
   ]);
+});
+
+test('persistent volumes in a real container: an ext4 kubit-disk mounted at its path, a Block one as a raw device', async () => {
+  const storage = join(node.rootDir, 'test-storage');
+  const fsDisk = join(storage, 'pvc-fs.img');
+  const rawDisk = join(storage, 'pvc-raw.img');
+  await mkdir(storage, { recursive: true });
+  await createBackingFile(fsDisk, 32 * 1024 * 1024);
+  await createBackingFile(rawDisk, 16 * 1024 * 1024);
+  const diskPV = (name: string, file: string, block: boolean) =>
+    node.objects.putVolume({
+      metadata: { name },
+      spec: {
+        ...(block ? { volumeMode: 'Block' } : {}),
+        csi: {
+          driver: DISK_CSI_DRIVER,
+          volumeHandle: name,
+          volumeAttributes: { [DISK_BACKING_FILE_ATTRIBUTE]: file },
+        },
+      },
+    });
+  diskPV('pvc-fs', fsDisk, false);
+  diskPV('pvc-raw', rawDisk, true);
+  for (const [claim, volume] of [
+    ['data', 'pvc-fs'],
+    ['raw', 'pvc-raw'],
+  ])
+    node.objects.putClaim({
+      metadata: { name: claim, namespace: 'default' },
+      spec: { volumeName: volume, accessModes: ['ReadWriteOnce'] },
+      status: { phase: 'Bound' },
+    });
+  const pod = makePod('pv-user', {
+    volumes: [
+      { name: 'data', persistentVolumeClaim: { claimName: 'data' } },
+      { name: 'raw', persistentVolumeClaim: { claimName: 'raw' } },
+    ],
+    containers: [
+      {
+        name: 'c',
+        image: 'busybox:latest',
+        command: [
+          'sh',
+          '-c',
+          'grep " /data " /proc/mounts | cut -d" " -f3; echo kept > /data/f; cat /data/f; ' +
+            'echo rawbytes | dd of=/dev/xvda bs=512 conv=sync 2>/dev/null; dd if=/dev/xvda bs=8 count=1 2>/dev/null; echo; sleep 3600',
+        ],
+        volumeMounts: [{ name: 'data', mountPath: '/data' }],
+        volumeDevices: [{ name: 'raw', devicePath: '/dev/xvda' }],
+      },
+    ],
+  });
+  try {
+    node.manager.upsert(pod);
+    await waitStatus(node.sink, pod, 'Running', (st) => st.phase === 'Running', 60_000);
+    await waitUntil('the output', async () => (await node.logLines(pod, 'c')).length >= 3);
+    assert.deepEqual(await node.logLines(pod, 'c'), ['ext4', 'kept', 'rawbytes']);
+  } finally {
+    node.manager.remove(pod);
+    await waitUntil(
+      'the pod to be torn down',
+      async () => loopDevicesOf(fsDisk).length + loopDevicesOf(rawDisk).length === 0,
+      60_000,
+    );
+  }
 });
 
 test('deleting a pod stops it within the grace period and frees its IP', async () => {
