@@ -249,6 +249,7 @@ export function defaultStatefulSet(sts: Obj): Obj {
   return sts;
 }
 
+<<<<<<< HEAD
 /** The label keys a Job's generated selector and its pods' template carry (Kubernetes' batch labels). */
 export const JOB_CONTROLLER_UID_LABEL = 'batch.kubernetes.io/controller-uid';
 export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
@@ -346,6 +347,34 @@ export function defaultCronJob(cj: Obj): Obj {
   // Only the pod template is defaulted: Kubernetes' Job defaults apply to the Jobs made from it.
   if (isObj(jobSpec)) defaultTemplate(jobSpec);
   return cj;
+=======
+/** Kubernetes' SetDefaults_PersistentVolume: phase Pending, reclaim Retain, Filesystem. */
+export function defaultPersistentVolume(pv: Obj): Obj {
+  const spec = child(pv, 'spec');
+  if (spec) {
+    setDefault(spec, 'persistentVolumeReclaimPolicy', 'Retain');
+    setDefault(spec, 'volumeMode', 'Filesystem');
+  }
+  const status = child(pv, 'status');
+  if (status) setDefault(status, 'phase', 'Pending');
+  return pv;
+}
+
+/** Kubernetes' SetDefaults_PersistentVolumeClaim: phase Pending, Filesystem. */
+export function defaultPersistentVolumeClaim(pvc: Obj): Obj {
+  const spec = child(pvc, 'spec');
+  if (spec) setDefault(spec, 'volumeMode', 'Filesystem');
+  const status = child(pvc, 'status');
+  if (status) setDefault(status, 'phase', 'Pending');
+  return pvc;
+}
+
+/** Kubernetes' SetDefaults_StorageClass: reclaim Delete, bind Immediate. */
+export function defaultStorageClass(sc: Obj): Obj {
+  setDefault(sc, 'reclaimPolicy', 'Delete');
+  setDefault(sc, 'volumeBindingMode', 'Immediate');
+  return sc;
+>>>>>>> storage
 }
 
 export function defaultNode(node: Obj): Obj {
@@ -387,6 +416,9 @@ const DEFAULTERS: Record<string, (o: Obj) => Obj> = {
   'apps/v1/ReplicaSet': defaultReplicaSet,
   'apps/v1/Deployment': defaultDeployment,
   'apps/v1/DaemonSet': defaultDaemonSet,
+  'v1/PersistentVolume': defaultPersistentVolume,
+  'v1/PersistentVolumeClaim': defaultPersistentVolumeClaim,
+  'storage.k8s.io/v1/StorageClass': defaultStorageClass,
   'apps/v1/StatefulSet': defaultStatefulSet,
   'batch/v1/Job': defaultJob,
   'batch/v1/CronJob': defaultCronJob,

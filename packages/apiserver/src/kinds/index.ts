@@ -29,6 +29,12 @@ import {
 import { pods } from './pods.js';
 import { poddisruptionbudgets } from './policy.js';
 import { endpoints, endpointslices, serviceKind, services } from './services.js';
+import {
+  csistoragecapacities,
+  persistentvolumeclaims,
+  persistentvolumes,
+  storageclasses,
+} from './storage.js';
 import { groupVersion, type KindDef } from './types.js';
 
 export type { Column, KindDef, TableDef } from './types.js';
@@ -104,7 +110,14 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     statefulsets,
     controllerrevisions,
     poddisruptionbudgets,
+<<<<<<< HEAD
     jobs,
     cronjobs,
+=======
+    persistentvolumes,
+    persistentvolumeclaims,
+    storageclasses,
+    csistoragecapacities,
+>>>>>>> storage
   ];
 }
