@@ -7,6 +7,7 @@ import type { Framework, PluginStatus } from './framework/framework.js';
 import { CycleState, type Handle, type Status } from './framework/types.js';
 import type { NodeInfo } from './node-info.js';
 import type { NamespaceLabels, PodInfo } from './pod-info.js';
+import type { VolumeAccess } from './volumes.js';
 
 const minFeasibleNodesToFind = 100;
 const minFeasibleNodesPercentageToFind = 5;
@@ -31,28 +32,38 @@ export interface ScheduleResult {
   nodeName: string;
   evaluatedNodes: number;
   feasibleNodes: number;
+  /** The cycle's state, for the binding cycle's PreBind plugins. */
+  state: CycleState;
 }
 
 export interface AlgorithmOptions {
   /** Random source for breaking ties; injectable so tests are deterministic. */
   random?: () => number;
   namespaceLabels?: NamespaceLabels;
+  volumes?: VolumeAccess;
 }
 
 export class SchedulingAlgorithm {
   private nextStartNodeIndex = 0;
   private readonly random: () => number;
   private readonly namespaceLabels: NamespaceLabels | undefined;
+  private readonly volumes: VolumeAccess | undefined;
 
   constructor(opts: AlgorithmOptions = {}) {
     this.random = opts.random ?? Math.random;
     this.namespaceLabels = opts.namespaceLabels;
+    this.volumes = opts.volumes;
+  }
+
+  /** What plugins read besides the pod and the node, over this snapshot. */
+  handle(snapshot: Snapshot): Handle {
+    return { snapshot, namespaceLabels: this.namespaceLabels, volumes: this.volumes };
   }
 
   /** Returns where the pod should go, or throws FitError naming why it fits nowhere. */
   schedule(fwk: Framework, snapshot: Snapshot, pod: PodInfo): ScheduleResult {
     const all = snapshot.nodes;
-    const h: Handle = { snapshot, namespaceLabels: this.namespaceLabels };
+    const h = this.handle(snapshot);
     const statuses = new Map<string, PluginStatus>();
     if (all.length === 0) throw new FitError(pod.key, 0, statuses, null);
     const state = new CycleState();
@@ -68,7 +79,7 @@ export class SchedulingAlgorithm {
     if (feasible.length === 0) throw new FitError(pod.key, all.length, statuses, null);
     const evaluated = feasible.length + this.lastRejected;
     if (feasible.length === 1)
-      return { nodeName: feasible[0].name, evaluatedNodes: evaluated, feasibleNodes: 1 };
+      return { nodeName: feasible[0].name, evaluatedNodes: evaluated, feasibleNodes: 1, state };
 
     const ps = fwk.runPreScore(state, pod, feasible, h);
     if (ps) throw new Error(`running PreScore plugin ${ps.plugin}: ${ps.status.reasons.join(', ')}`);
@@ -77,6 +88,7 @@ export class SchedulingAlgorithm {
       nodeName: this.selectHost(feasible, scores),
       evaluatedNodes: evaluated,
       feasibleNodes: feasible.length,
+      state,
     };
   }
 

@@ -30,11 +30,13 @@ import {
   loadSchedulerConfig,
   type SchedulerConfig,
 } from './framework/profile.js';
+import { ActionType, type EventResource } from './framework/types.js';
 import { KubeSchedulerApi } from './kube-api.js';
 import { createSchedulerMetrics } from './metrics.js';
 import { podKey } from './pod-info.js';
 import { Scheduler } from './scheduler.js';
 import type { Node, Pod } from './types.js';
+import { InformerVolumeAccess } from './volume-access.js';
 
 /** Bindings the scheduler keeps in flight (the loop waits for a slot beyond this). */
 const BINDINGS_IN_FLIGHT = 256;
@@ -169,6 +171,8 @@ function wireScheduler(
   const nodeInformer = factory.forResource<Node & { metadata?: object }>(resources.nodes);
   // Namespace labels, for pod (anti-)affinity terms with a namespaceSelector.
   const nsInformer = factory.forResource(resources.namespaces);
+  // Claims, volumes, classes and capacities, for VolumeBinding.
+  const volumes = new InformerVolumeAccess(factory, client);
   const eventsDropped = new Counter({
     name: 'scheduler_events_dropped_total',
     help: 'Scheduled events not written because the event queue was full (events are best effort).',
@@ -203,8 +207,10 @@ function wireScheduler(
     maxBackoffMs: cfg.podMaxBackoffSeconds * 1000,
     namespaceLabels: (ns) => nsInformer.store.get(ns)?.metadata?.labels,
     maxInFlightBindings: BINDINGS_IN_FLIGHT,
+    volumes,
   });
   const s = scheduler;
+  wakeOnVolumeEvents(s, volumes);
   nodeInformer.addEventHandler({
     onAdd: (n) => s.onNodeAdd(n),
     onUpdate: (a, b) => s.onNodeUpdate(a, b),
@@ -216,6 +222,19 @@ function wireScheduler(
     onDelete: (p) => s.onPodDelete(p),
   });
   return { scheduler: s, factory, podInformer, nodeInformer, recorder, sink };
+}
+
+/** Pods VolumeBinding turned away may fit once a claim, volume, class or capacity changes. */
+function wakeOnVolumeEvents(s: Scheduler, v: InformerVolumeAccess): void {
+  const on = (resource: EventResource, i: Pick<Informer<object>, 'addEventHandler'>) =>
+    i.addEventHandler({
+      onAdd: () => s.queue.onEvent({ resource, action: ActionType.Add, label: `${resource}Add` }),
+      onUpdate: () => s.queue.onEvent({ resource, action: ActionType.Update, label: `${resource}Update` }),
+    });
+  on('PersistentVolumeClaim', v.claims);
+  on('PersistentVolume', v.pvs);
+  on('StorageClass', v.classes);
+  on('CSIStorageCapacity', v.capacityInformer);
 }
 
 async function syncCaches(

@@ -6,11 +6,12 @@ import { SchedulingAlgorithm } from './algorithm.js';
 import { SchedulerCache } from './cache.js';
 import { FitError } from './fit-error.js';
 import type { Framework } from './framework/framework.js';
-import { ActionType, type ClusterEventRegistration } from './framework/types.js';
+import { ActionType, type ClusterEventRegistration, type CycleState } from './framework/types.js';
 import { noMetrics, type SchedulerMetrics } from './metrics.js';
 import { type NamespaceLabels, newPodInfo, type PodInfo, podKey } from './pod-info.js';
 import { type QueuedPodInfo, SchedulingQueue } from './queue.js';
 import type { Node, Pod, PodCondition } from './types.js';
+import type { VolumeAccess } from './volumes.js';
 
 /** What the scheduler needs from the apiserver. */
 export interface SchedulerApi {
@@ -44,7 +45,12 @@ export interface SchedulerOptions {
   namespaceLabels?: NamespaceLabels;
   /** Bindings in flight at once; the loop waits for a slot beyond this. */
   maxInFlightBindings?: number;
+  /** Claims, volumes and classes for volume binding (absent: pods with claims stay Pending). */
+  volumes?: VolumeAccess;
 }
+
+/** A PreBind plugin failed: the pod goes back to the queue with the plugin's reason. */
+class PreBindError extends Error {}
 
 const terminalPhases = new Set(['Succeeded', 'Failed']);
 
@@ -116,7 +122,11 @@ export class Scheduler {
       maxBackoffMs: opts.maxBackoffMs,
       registrations,
     });
-    this.algorithm = new SchedulingAlgorithm({ random: opts.random, namespaceLabels: opts.namespaceLabels });
+    this.algorithm = new SchedulingAlgorithm({
+      random: opts.random,
+      namespaceLabels: opts.namespaceLabels,
+      volumes: opts.volumes,
+    });
   }
 
   /** Whether this scheduler is responsible for the pod (its schedulerName names one of our profiles). */
@@ -281,8 +291,9 @@ export class Scheduler {
     }
     const started = performance.now();
     let nodeName: string;
+    let state: CycleState;
     try {
-      nodeName = this.algorithm.schedule(fwk, this.cache.snapshot(), qp.info).nodeName;
+      ({ nodeName, state } = this.algorithm.schedule(fwk, this.cache.snapshot(), qp.info));
     } catch (err) {
       const seconds = (performance.now() - started) / 1000;
       this.handleFailure(qp, err, profileName, seconds);
@@ -290,17 +301,21 @@ export class Scheduler {
     }
     this.cache.assumePod(qp.info, nodeName);
     this.metrics.attempt('scheduled', profileName, (performance.now() - started) / 1000);
-    const p = this.bind(qp, nodeName);
+    const p = this.bind(qp, nodeName, fwk, state);
     this.pendingBindings.add(p);
     void p.finally(() => this.pendingBindings.delete(p));
   }
 
-  private async bind(qp: QueuedPodInfo, nodeName: string): Promise<void> {
+  private async bind(qp: QueuedPodInfo, nodeName: string, fwk: Framework, state: CycleState): Promise<void> {
     const pod = qp.info.pod;
     const key = qp.info.key;
     this.bindingsInFlight++;
     const started = performance.now();
     try {
+      let pre = fwk.runPreBind(state, qp.info, nodeName, this.algorithm.handle(this.cache.snapshot()));
+      if (pre instanceof Promise) pre = await pre;
+      if (pre)
+        throw new PreBindError(`running PreBind plugin "${pre.plugin}": ${pre.status.reasons.join(', ')}`);
       await this.api.bind(pod, nodeName);
       this.metrics.bindingDone((performance.now() - started) / 1000, true);
       this.cache.finishBinding(key);
@@ -318,7 +333,12 @@ export class Scheduler {
       // The forgotten pod frees its node's resources: pods waiting for room may fit now.
       this.queue.onEvent({ resource: 'Pod', action: ActionType.Delete, label: 'AssignedPodDelete' });
       this.queue.requeueWithBackoff(qp);
-      this.api.event(pod, 'Warning', 'FailedScheduling', `Binding rejected: ${message}`);
+      this.api.event(
+        pod,
+        'Warning',
+        'FailedScheduling',
+        err instanceof PreBindError ? message : `Binding rejected: ${message}`,
+      );
     } finally {
       this.bindingsInFlight--;
       this.slotWaiters.shift()?.();

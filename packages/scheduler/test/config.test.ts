@@ -28,9 +28,14 @@ describe('profiles', () => {
         'NodeAffinity',
         'NodePorts',
         'NodeResourcesFit',
+        'VolumeBinding',
         'PodTopologySpread',
         'InterPodAffinity',
       ],
+    );
+    assert.deepEqual(
+      f.preBind.map((p) => p.name),
+      ['VolumeBinding'],
     );
   });
 

@@ -7,6 +7,7 @@ import type {
   FilterPlugin,
   Handle,
   Plugin,
+  PreBindPlugin,
   PreFilterPlugin,
   PreScorePlugin,
   ScorePlugin,
@@ -28,6 +29,7 @@ export interface FrameworkPlugins {
   filter: FilterPlugin[];
   preScore: PreScorePlugin[];
   score: WeightedScorePlugin[];
+  preBind?: PreBindPlugin[];
 }
 
 export class Framework {
@@ -35,6 +37,7 @@ export class Framework {
   readonly filter: readonly FilterPlugin[];
   readonly preScore: readonly PreScorePlugin[];
   readonly score: readonly WeightedScorePlugin[];
+  readonly preBind: readonly PreBindPlugin[];
 
   constructor(
     readonly schedulerName: string,
@@ -46,6 +49,7 @@ export class Framework {
     this.filter = plugins.filter;
     this.preScore = plugins.preScore;
     this.score = plugins.score;
+    this.preBind = plugins.preBind ?? [];
   }
 
   /** Every distinct plugin, with the events it asked to be woken for. */
@@ -56,6 +60,7 @@ export class Framework {
       ...this.filter,
       ...this.preScore,
       ...this.score.map((s) => s.plugin),
+      ...this.preBind,
     ]) {
       all.set(p.name, p);
     }
@@ -114,6 +119,44 @@ export class Framework {
       state.activeFilters = active;
     }
     return active;
+  }
+
+  /**
+   * Runs the PreBind plugins in order; the first failure wins. Synchronous (no
+   * promise at all) when no plugin had anything to wait for.
+   */
+  runPreBind(
+    state: CycleState,
+    pod: PodInfo,
+    nodeName: string,
+    h: Handle,
+  ): PluginStatus | null | Promise<PluginStatus | null> {
+    for (let i = 0; i < this.preBind.length; i++) {
+      const p = this.preBind[i];
+      const s = p.preBind(state, pod, nodeName, h);
+      if (s instanceof Promise) return this.finishPreBind(s, p.name, i + 1, state, pod, nodeName, h);
+      if (s !== null) return { status: s, plugin: p.name };
+    }
+    return null;
+  }
+
+  private async finishPreBind(
+    first: Promise<Status | null>,
+    name: string,
+    next: number,
+    state: CycleState,
+    pod: PodInfo,
+    nodeName: string,
+    h: Handle,
+  ): Promise<PluginStatus | null> {
+    const s = await first;
+    if (s !== null) return { status: s, plugin: name };
+    for (let i = next; i < this.preBind.length; i++) {
+      const p = this.preBind[i];
+      const r = await p.preBind(state, pod, nodeName, h);
+      if (r !== null) return { status: r, plugin: p.name };
+    }
+    return null;
   }
 
   runPreScore(state: CycleState, pod: PodInfo, nodes: readonly NodeInfo[], h: Handle): PluginStatus | null {

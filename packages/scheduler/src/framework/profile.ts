@@ -14,8 +14,9 @@ import {
 import { NodeUnschedulable } from '../plugins/node-unschedulable.js';
 import { PodTopologySpread } from '../plugins/pod-topology-spread.js';
 import { TaintToleration } from '../plugins/taint-toleration.js';
+import { VolumeBinding } from '../plugins/volume-binding.js';
 import { Framework, type FrameworkPlugins } from './framework.js';
-import type { Plugin } from './types.js';
+import type { Plugin, PreBindPlugin } from './types.js';
 
 export const defaultSchedulerName = 'default-scheduler';
 
@@ -31,6 +32,7 @@ const registry: Record<string, Factory> = {
   PodTopologySpread: () => new PodTopologySpread(),
   InterPodAffinity: (a) => new InterPodAffinity(a as InterPodAffinityArgs),
   NodeResourcesBalancedAllocation: () => new BalancedAllocation(),
+  VolumeBinding: (a) => new VolumeBinding(a as { bindTimeoutSeconds?: number }),
 };
 
 /** Kubernetes' default plugin order (filters run in this order) and default score weights. */
@@ -41,6 +43,7 @@ const defaultPlugins: { name: string; weight: number }[] = [
   { name: 'NodeAffinity', weight: 2 },
   { name: 'NodePorts', weight: 0 },
   { name: 'NodeResourcesFit', weight: 1 },
+  { name: 'VolumeBinding', weight: 0 },
   { name: 'PodTopologySpread', weight: 2 },
   { name: 'InterPodAffinity', weight: 2 },
   { name: 'NodeResourcesBalancedAllocation', weight: 1 },
@@ -57,7 +60,9 @@ interface PluginSet {
 export interface ProfileConfig {
   schedulerName?: string;
   percentageOfNodesToScore?: number;
-  plugins?: Partial<Record<'multiPoint' | 'preFilter' | 'filter' | 'preScore' | 'score', PluginSet>>;
+  plugins?: Partial<
+    Record<'multiPoint' | 'preFilter' | 'filter' | 'preScore' | 'score' | 'preBind', PluginSet>
+  >;
   pluginConfig?: { name: string; args?: Record<string, unknown> }[];
 }
 
@@ -159,7 +164,9 @@ export function buildFramework(profile: ProfileConfig = {}, globalPercentage = 0
     if (i >= 0) base[i] = { name: e.name, weight: e.weight ?? base[i].weight };
     else base.push({ name: e.name, weight: e.weight ?? 1 });
   }
-  const point = (key: 'preFilter' | 'filter' | 'preScore' | 'score'): { name: string; weight: number }[] => {
+  const point = (
+    key: 'preFilter' | 'filter' | 'preScore' | 'score' | 'preBind',
+  ): { name: string; weight: number }[] => {
     const set = plugins[key];
     const list = base.filter((b) => !isDisabled(set, b.name));
     for (const e of set?.enabled ?? []) {
@@ -171,7 +178,7 @@ export function buildFramework(profile: ProfileConfig = {}, globalPercentage = 0
   };
   const has = <K extends string>(p: Plugin, method: K): boolean =>
     typeof (p as unknown as Record<K, unknown>)[method] === 'function';
-  const fp: FrameworkPlugins = { preFilter: [], filter: [], preScore: [], score: [] };
+  const fp: Required<FrameworkPlugins> = { preFilter: [], filter: [], preScore: [], score: [], preBind: [] };
   for (const { name: n } of point('preFilter')) {
     const p = get(n);
     if (has(p, 'preFilter')) fp.preFilter.push(p as FrameworkPlugins['preFilter'][number]);
@@ -183,6 +190,10 @@ export function buildFramework(profile: ProfileConfig = {}, globalPercentage = 0
   for (const { name: n } of point('preScore')) {
     const p = get(n);
     if (has(p, 'preScore')) fp.preScore.push(p as FrameworkPlugins['preScore'][number]);
+  }
+  for (const { name: n } of point('preBind')) {
+    const p = get(n);
+    if (has(p, 'preBind')) fp.preBind.push(p as PreBindPlugin);
   }
   for (const { name: n, weight } of point('score')) {
     const p = get(n);

@@ -3,6 +3,7 @@
 import type { Snapshot } from '../cache.js';
 import type { NodeInfo } from '../node-info.js';
 import type { NamespaceLabels, PodInfo } from '../pod-info.js';
+import type { VolumeAccess } from '../volumes.js';
 
 export type Code = 'Unschedulable' | 'UnschedulableAndUnresolvable' | 'Error' | 'Skip';
 
@@ -48,6 +49,8 @@ export class CycleState {
 export interface Handle {
   snapshot: Snapshot;
   namespaceLabels?: NamespaceLabels;
+  /** Claims, volumes, classes and capacities, and the writes volume binding makes (absent: no volumes served). */
+  volumes?: VolumeAccess;
 }
 
 export interface Plugin {
@@ -74,11 +77,32 @@ export interface ScorePlugin extends Plugin {
   normalizeScore?(state: CycleState, pod: PodInfo, scores: Float64Array | number[]): void;
 }
 
+/**
+ * Runs in the binding cycle, after the node is chosen and before the pod is bound
+ * (e.g. provisioning its volumes there). May wait; a non-null status fails the
+ * binding and sends the pod back to the queue. Returns synchronously when it has
+ * nothing to do, so pods without such needs are bound without an extra turn.
+ */
+export interface PreBindPlugin extends Plugin {
+  preBind(
+    state: CycleState,
+    pod: PodInfo,
+    nodeName: string,
+    h: Handle,
+  ): Status | null | Promise<Status | null>;
+}
+
 export const maxNodeScore = 100;
 
 // ---- cluster events ----
 
-export type EventResource = 'Node' | 'Pod';
+export type EventResource =
+  | 'Node'
+  | 'Pod'
+  | 'PersistentVolumeClaim'
+  | 'PersistentVolume'
+  | 'StorageClass'
+  | 'CSIStorageCapacity';
 
 /** Bit flags, so a registration can name several actions at once. */
 export const ActionType = {
@@ -90,6 +114,8 @@ export const ActionType = {
   UpdateNodeCondition: 32,
   UpdatePodLabel: 64,
   UpdatePodOther: 128,
+  /** Any update of the resources that are neither Nodes nor Pods (claims, volumes, classes, capacities). */
+  Update: 128,
   All: 255,
 } as const;
 
