@@ -249,7 +249,6 @@ export function defaultStatefulSet(sts: Obj): Obj {
   return sts;
 }
 
-<<<<<<< HEAD
 /** The label keys a Job's generated selector and its pods' template carry (Kubernetes' batch labels). */
 export const JOB_CONTROLLER_UID_LABEL = 'batch.kubernetes.io/controller-uid';
 export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
@@ -347,7 +346,8 @@ export function defaultCronJob(cj: Obj): Obj {
   // Only the pod template is defaulted: Kubernetes' Job defaults apply to the Jobs made from it.
   if (isObj(jobSpec)) defaultTemplate(jobSpec);
   return cj;
-=======
+}
+
 /** Kubernetes' SetDefaults_PersistentVolume: phase Pending, reclaim Retain, Filesystem. */
 export function defaultPersistentVolume(pv: Obj): Obj {
   const spec = child(pv, 'spec');
@@ -374,7 +374,6 @@ export function defaultStorageClass(sc: Obj): Obj {
   setDefault(sc, 'reclaimPolicy', 'Delete');
   setDefault(sc, 'volumeBindingMode', 'Immediate');
   return sc;
->>>>>>> storage
 }
 
 export function defaultNode(node: Obj): Obj {

@@ -110,14 +110,11 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     statefulsets,
     controllerrevisions,
     poddisruptionbudgets,
-<<<<<<< HEAD
     jobs,
     cronjobs,
-=======
     persistentvolumes,
     persistentvolumeclaims,
     storageclasses,
     csistoragecapacities,
->>>>>>> storage
   ];
 }

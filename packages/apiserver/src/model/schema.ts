@@ -560,10 +560,8 @@ export const schemas = {
   statefulSet: S.obj({ ...typeMeta, spec: statefulSetSpec, status: S.obj({}, true) }),
   /** apps/v1 ControllerRevision: data is any object (a patch of the owner's spec). */
   controllerRevision: S.obj({ ...typeMeta, data: S.any, revision: S.int }),
-<<<<<<< HEAD
   job: S.obj({ ...typeMeta, spec: jobSpec, status: jobStatus }),
   cronJob: S.obj({ ...typeMeta, spec: cronJobSpec, status: cronJobStatus }),
-=======
   persistentVolume: S.obj({ ...typeMeta, spec: persistentVolumeSpec, status: S.obj({}, true) }),
   persistentVolumeClaim: S.obj({ ...typeMeta, spec: persistentVolumeClaimSpec, status: S.obj({}, true) }),
   storageClass: S.obj({
@@ -585,7 +583,6 @@ export const schemas = {
     capacity: S.quantity,
     maximumVolumeSize: S.quantity,
   }),
->>>>>>> storage
   /** autoscaling/v1 Scale, the body of the scale subresource. */
   scale: S.obj({
     ...typeMeta,
