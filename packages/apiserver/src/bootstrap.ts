@@ -100,8 +100,13 @@ export const bootstrapClusterRoles: KObject[] = [
     { apiGroups: [''], resources: ['pods'], verbs: [...READ, 'delete'] },
     { apiGroups: [''], resources: ['bindings', 'pods/binding'], verbs: ['create'] },
     { apiGroups: [''], resources: ['pods/status'], verbs: ['patch', 'update'] },
-    // Volume binding: the selected node is written on a WaitForFirstConsumer claim.
-    { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['patch', 'update'] },
+    // Volume binding: the selected node is written on a WaitForFirstConsumer claim, and a
+    // static volume chosen for one is pre-bound to it (claimRef).
+    {
+      apiGroups: [''],
+      resources: ['persistentvolumeclaims', 'persistentvolumes'],
+      verbs: ['patch', 'update'],
+    },
     {
       apiGroups: ['storage.k8s.io'],
       resources: ['storageclasses', 'csinodes', 'csidrivers', 'csistoragecapacities'],
