@@ -602,6 +602,127 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
     },
   );
 
+  step(
+    'persistent volumes: a local-path and a kubit-disk claim provisioned on the pod’s node, the data back in a new pod there, Pending with the reason elsewhere, removed with the claims',
+    async () => {
+      const claim = (name: string, cls?: string) => `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: ${name}
+spec:
+${cls ? `  storageClassName: ${cls}\n` : ''}  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 64Mi
+`;
+      const writer = (name: string, nodeSelector: string) => `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+spec:
+  terminationGracePeriodSeconds: 1
+${nodeSelector ? `  nodeSelector:\n    kubernetes.io/hostname: ${nodeSelector}\n` : ''}  containers:
+  - name: c
+    image: busybox:latest
+    command: ["sh", "-c", "echo ${name} >> /notes/log; echo ${name} >> /disk/log; sleep 3600"]
+    volumeMounts:
+    - {name: notes, mountPath: /notes}
+    - {name: disk, mountPath: /disk}
+  volumes:
+  - {name: notes, persistentVolumeClaim: {claimName: notes}}
+  - {name: disk, persistentVolumeClaim: {claimName: disk}}
+`;
+      // The default class is local-path; both are WaitForFirstConsumer, so nothing is made yet.
+      await kubectl(['apply', '-f', '-'], `${claim('notes')}---\n${claim('disk', 'kubit-disk')}`);
+      assert.match(
+        await kubectl(['get', 'storageclass']),
+        /local-path \(default\)\s+kubit\.io\/local-path\s+Delete\s+WaitForFirstConsumer/,
+      );
+      assert.equal(
+        (await kubectl(['get', 'pvc', 'notes', '-o', 'jsonpath={.status.phase}'])).trim(),
+        'Pending',
+      );
+
+      await kubectl(['apply', '-f', '-'], writer('writer-1', 'node-2'));
+      await waitFor(
+        'writer-1 to run with both volumes',
+        async () => ((await podFields('writer-1', '{.status.phase}'))[0] === 'Running' ? true : undefined),
+        180_000,
+      );
+      const pvs = await kubectl([
+        'get',
+        'pv',
+        '-o',
+        'jsonpath={range .items[*]}{.spec.claimRef.name} {.status.phase} {.spec.storageClassName} {.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}{"\\n"}{end}',
+      ]);
+      assert.deepEqual(pvs.trim().split('\n').sort(), [
+        'disk Bound kubit-disk node-2',
+        'notes Bound local-path node-2',
+      ]);
+      assert.equal(
+        (
+          await kubectl(['exec', 'writer-1', '--', 'sh', '-c', 'grep " /disk " /proc/mounts | cut -d" " -f3'])
+        ).trim(),
+        'ext4',
+      );
+
+      // A new pod with the same claims goes to the volumes' node by itself and reads what the first wrote.
+      await kubectl(['delete', 'pod', 'writer-1', '--wait=true']);
+      await kubectl(['apply', '-f', '-'], writer('writer-2', ''));
+      await waitFor(
+        'writer-2 to run',
+        async () => ((await podFields('writer-2', '{.status.phase}'))[0] === 'Running' ? true : undefined),
+        180_000,
+      );
+      assert.equal((await podFields('writer-2', '{.spec.nodeName}'))[0], 'node-2');
+      await waitFor(
+        'writer-2 to append',
+        async () => {
+          const both = await kubectl(['exec', 'writer-2', '--', 'sh', '-c', 'cat /notes/log /disk/log']);
+          return both.trim() === 'writer-1\nwriter-2\nwriter-1\nwriter-2' ? true : undefined;
+        },
+        30_000,
+      );
+
+      // A pod held to the other node cannot reach the volumes: Pending, with the scheduler's reason.
+      await kubectl(['apply', '-f', '-'], writer('elsewhere', 'node-1'));
+      const why = await waitFor(
+        'elsewhere to be Unschedulable',
+        async () => {
+          const m = await kubectl([
+            'get',
+            'pod',
+            'elsewhere',
+            '-o',
+            'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}',
+          ]);
+          return m.includes('volume node affinity conflict') ? m : undefined;
+        },
+        60_000,
+      );
+      assert.match(why, /0\/2 nodes are available: .*1 node\(s\) had volume node affinity conflict/);
+
+      // Claims in use are kept until their pods are gone (pvc-protection); then reclaim Delete removes the volumes.
+      await kubectl(['delete', 'pvc', 'notes', 'disk', '--wait=false']);
+      assert.equal(
+        (await kubectl(['get', 'pvc', 'notes', '-o', 'jsonpath={.status.phase}'])).trim(),
+        'Bound',
+      );
+      await kubectl(['delete', 'pod', 'writer-2', 'elsewhere', '--wait=true']);
+      await waitFor(
+        'the claims and their volumes to be removed',
+        async () => ((await kubectl(['get', 'pv,pvc', '-o', 'name'])).trim() === '' ? true : undefined),
+        120_000,
+      );
+      const storage = join(stateDir, 'nodes', 'node-2', 'storage');
+      assert.deepEqual(
+        existsSync(storage) ? readdirSync(storage).filter((f) => f.startsWith('pvc-')) : [],
+        [],
+        'no volume data left on the node',
+      );
+    },
+  );
+
   step('down then up resumes the same cluster with its pod', async (t) => {
     const firstDown = await launch(['down', '--state-dir', stateDir], 120_000);
     assert.equal(firstDown.code, 0, `down failed:\n${firstDown.out}`);
