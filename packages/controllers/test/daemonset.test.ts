@@ -245,16 +245,11 @@ describe('nodes that come and go', () => {
     await client.delete(resources.nodes, 'extra-0');
     await readyOn('agent', NODES);
     await statusBecomes('agent', { desiredNumberScheduled: 3, numberAvailable: 3 });
-    await waitFor(
-      'no agent pod left for extra-0',
-      async () => {
-        const all = (await client.list<Pod>(resources.pods, { namespace: NS, labelSelector: 'app=agent' }))
-          .items;
-        return all.every((p) => p.spec?.nodeName !== 'extra-0');
-      },
-      60_000,
-      200,
-    );
+    // The controller deletes the pod of the node that left; with no kubelet to
+    // confirm its end it stays terminating until the pod GC force-deletes it.
+    const all = (await client.list<Pod>(resources.pods, { namespace: NS, labelSelector: 'app=agent' })).items;
+    const left = all.filter((p) => p.spec?.nodeName === 'extra-0');
+    assert.ok(left.every((p) => p.metadata?.deletionTimestamp));
     const nodes = (await client.list<Node>(resources.nodes)).items.map((n) => n.metadata?.name);
     assert.deepEqual(nodes.sort(), NODES);
   });
