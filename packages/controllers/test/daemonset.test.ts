@@ -191,6 +191,46 @@ describe('one pod per node', () => {
   });
 });
 
+describe('failed and released pods', () => {
+  test('a failed pod is deleted with a FailedDaemonPod event and replaced on its node', async () => {
+    const [victim] = await podsOf('agent');
+    await client.update(
+      resources.pods,
+      w({ ...victim, status: { ...victim.status, phase: 'Failed', conditions: [] } }),
+      { namespace: NS, subresource: 'status' },
+    );
+    const pods = await readyOn('agent', NODES);
+    assert.ok(!pods.some((p) => p.metadata?.uid === victim.metadata?.uid));
+    await waitFor(
+      'a FailedDaemonPod event',
+      async () => {
+        const events = (
+          await client.list<{ reason?: string; message?: string }>(resources.events, { namespace: NS })
+        ).items;
+        return events.some(
+          (e) => e.reason === 'FailedDaemonPod' && e.message?.includes(victim.metadata!.name!),
+        );
+      },
+      30_000,
+      200,
+    );
+  });
+
+  test('a pod whose labels stop matching is released and replaced', async () => {
+    const [victim] = await podsOf('agent');
+    await client.patch(
+      resources.pods,
+      victim.metadata!.name!,
+      { metadata: { labels: { app: 'released' } } },
+      { namespace: NS, type: 'merge' },
+    );
+    await readyOn('agent', NODES);
+    const released = await client.get<Pod>(resources.pods, victim.metadata!.name!, { namespace: NS });
+    assert.equal(released.metadata?.ownerReferences, undefined);
+    await client.delete(resources.pods, victim.metadata!.name!, { namespace: NS });
+  });
+});
+
 describe('taints', () => {
   test('a node tainted NoSchedule gets a pod only with a toleration', async () => {
     await kubectl(['taint', 'nodes', 'hollow-2', 'dedicated=infra:NoSchedule']);
