@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { DaemonSet, Node, Pod } from '@kubit/api';
+import { FailedPodBackoff } from '../src/daemonset/backoff.js';
 import {
   affinityForNode,
   nodeShouldRunDaemonPod,
@@ -207,5 +208,24 @@ describe('rolling update maths', () => {
       podsToDelete: ['a-old'],
       nodesToCreate: ['b'],
     });
+  });
+});
+
+describe('failed pod back-off', () => {
+  test('replacing a failed pod on a node waits 1 s, then doubles, per node', () => {
+    let now = 0;
+    const b = new FailedPodBackoff(() => now);
+    assert.equal(b.mayReplace('ds', 'a'), true);
+    assert.equal(b.mayReplace('ds', 'a'), false);
+    assert.equal(b.mayReplace('ds', 'b'), true, 'another node has its own back-off');
+    assert.equal(b.nextRetryIn('ds'), 1000);
+    now = 1000;
+    assert.equal(b.mayReplace('ds', 'a'), true);
+    now = 2999;
+    assert.equal(b.mayReplace('ds', 'a'), false);
+    now = 3000;
+    assert.equal(b.mayReplace('ds', 'a'), true);
+    assert.equal(b.nextRetryIn('ds'), 4000);
+    assert.equal(b.nextRetryIn('other'), undefined);
   });
 });
