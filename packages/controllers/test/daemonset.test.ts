@@ -389,3 +389,29 @@ describe('rolling update and kubectl rollout', () => {
     assert.deepEqual(pods.map(versionOf).sort(), ['v1', 'v1', 'v3']);
   });
 });
+
+describe('deletion', () => {
+  // roll, created after extra-0 left: the pods of that node stay terminating with no kubelet.
+  test('deleting a DaemonSet takes its pods and revisions with it (garbage collector)', async () => {
+    const ds = await getDS('roll');
+    await kubectl(['delete', 'daemonset', 'roll', '--wait=true', '--timeout=60s']);
+    await waitFor(
+      "roll's pods and revisions gone",
+      async () => {
+        const pods = (await client.list<Pod>(resources.pods, { namespace: NS, labelSelector: 'app=roll' }))
+          .items;
+        const crs = (
+          await client.list<ControllerRevision>(resources.controllerrevisions, {
+            namespace: NS,
+            labelSelector: 'app=roll',
+          })
+        ).items;
+        return (
+          pods.length === 0 && crs.every((cr) => cr.metadata?.ownerReferences?.[0]?.uid !== ds.metadata?.uid)
+        );
+      },
+      60_000,
+      200,
+    );
+  });
+});
