@@ -298,6 +298,7 @@ describe('nodes that come and go', () => {
 /** Watches the app's pods: at every event, how many nodes lack a Ready pod. */
 class NodeWatcher {
   mostUnavailable = 0;
+  mostPods = 0;
   events = 0;
   private readonly pods = new Map<string, Pod>();
   private watch?: { stop(): void };
@@ -314,6 +315,8 @@ class NodeWatcher {
         this.events++;
         if (ev.type === 'DELETED') this.pods.delete(ev.object.metadata!.name!);
         else this.pods.set(ev.object.metadata!.name!, ev.object);
+        const live = [...this.pods.values()].filter((p) => !p.metadata?.deletionTimestamp);
+        this.mostPods = Math.max(this.mostPods, live.length);
         const covered = new Set([...this.pods.values()].filter(isReady).map((p) => p.spec?.nodeName));
         this.mostUnavailable = Math.max(this.mostUnavailable, NODES.filter((n) => !covered.has(n)).length);
       },
@@ -371,6 +374,30 @@ describe('rolling update and kubectl rollout', () => {
     assert.deepEqual(revisions.map((r) => r.revision).sort(), [2, 3]);
     const again = await kubectl(['rollout', 'history', 'daemonset/roll', '--revision=3']);
     assert.match(again.stdout, /VERSION:\s+v1/);
+  });
+
+  test('maxSurge 1 starts the new pod beside the old one: no node is ever without a Ready pod', async () => {
+    await client.create(
+      resources.daemonsets,
+      w(
+        daemonSet('surge', {
+          updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+        }),
+      ),
+      { namespace: NS },
+    );
+    await readyOn('surge', NODES, 'v1');
+    const watcher = new NodeWatcher();
+    await watcher.start('surge');
+    try {
+      await kubectl(['set', 'env', 'daemonset/surge', 'VERSION=v2']);
+      await kubectl(['rollout', 'status', 'daemonset/surge', '--timeout=90s']);
+      await readyOn('surge', NODES, 'v2');
+    } finally {
+      watcher.stop();
+    }
+    assert.equal(watcher.mostUnavailable, 0);
+    assert.equal(watcher.mostPods, NODES.length + 1, 'one node at a time runs two pods');
   });
 
   test('OnDelete keeps old pods until they are deleted', async () => {
