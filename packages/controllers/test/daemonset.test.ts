@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import type { ControllerRevision, DaemonSet, Node, Pod } from '@kubit/api';
+import type { ControllerRevision, DaemonSet, Event, Node, Pod } from '@kubit/api';
 import { KubeClient, resources } from '@kubit/client';
 import {
   startDaemon,
@@ -204,9 +204,7 @@ describe('failed and released pods', () => {
     await waitFor(
       'a FailedDaemonPod event',
       async () => {
-        const events = (
-          await client.list<{ reason?: string; message?: string }>(resources.events, { namespace: NS })
-        ).items;
+        const events = (await client.list<Event>(resources.events, { namespace: NS })).items;
         return events.some(
           (e) => e.reason === 'FailedDaemonPod' && e.message?.includes(victim.metadata!.name!),
         );
