@@ -279,7 +279,7 @@ export class DaemonSetController implements Controller {
           }
           running.push(p);
         }
-        toDelete.push(...extraPods(running, ds, hash, surge));
+        toDelete.push(...extraPods(running, ds, hash, surge, this.now()));
       } else {
         toDelete.push(...pods.filter((p) => !p.metadata?.deletionTimestamp));
       }
@@ -610,20 +610,32 @@ export class DaemonSetController implements Controller {
 }
 
 /**
- * The running pods beyond the one a node should have. Without surge the oldest
- * stays; with surge the oldest updated pod stays, and an old pod beside it only
- * while that one is not yet available (the rolling update removes it then).
+ * The running pods (oldest first) beyond what a node should have. Without surge
+ * the oldest stays. With surge the oldest new and the oldest old pod may stay
+ * together, but the old one goes once it is not ready or the new one is
+ * available (Kubernetes' podsShouldBeOnNode).
  */
-function extraPods(running: Pod[], ds: DaemonSet, hash: string, surge: boolean): Pod[] {
+function extraPods(running: Pod[], ds: DaemonSet, hash: string, surge: boolean, now: number): Pod[] {
   if (running.length <= 1) return [];
   if (!surge) return running.slice(1);
-  const generation = templateGeneration(ds);
-  const updated = running.filter((p) => isPodUpdated(p, hash, generation));
-  const old = running.filter((p) => !isPodUpdated(p, hash, generation));
-  if (updated.length === 0) return old.slice(1);
-  const keep = new Set<Pod>([updated.find((p) => isPodReady(p)) ?? updated[0]]);
-  if (!isPodReady([...keep][0]) && old.length > 0) keep.add(old[0]);
-  return running.filter((p) => !keep.has(p));
+  let oldestNew: Pod | undefined;
+  let oldestOld: Pod | undefined;
+  const extra: Pod[] = [];
+  for (const p of running) {
+    if (p.metadata?.labels?.[CONTROLLER_REVISION_HASH] === hash) {
+      if (!oldestNew) oldestNew = p;
+      else extra.push(p);
+    } else if (!oldestOld) oldestOld = p;
+    else extra.push(p);
+  }
+  if (
+    oldestNew &&
+    oldestOld &&
+    (!isPodReady(oldestOld) || isPodAvailable(oldestNew, ds.spec?.minReadySeconds ?? 0, now))
+  ) {
+    extra.push(oldestOld);
+  }
+  return extra;
 }
 
 /** The generation of the template: the annotation Kubernetes' apiserver keeps, else the object's generation. */
