@@ -68,7 +68,7 @@ interface NodeView {
   byName: Map<string, Node>;
   /** Each node's daemon pods (terminating ones included: a node with one waits for it to go). */
   nodeToPods: Map<string, Pod[]>;
-  /** Pods meant for a node that does not exist. */
+  /** Pods on (or meant for) a node that does not exist. */
   orphaned: Pod[];
 }
 
@@ -237,7 +237,9 @@ export class DaemonSetController implements Controller {
     const orphaned: Pod[] = [];
     for (const p of pods) {
       const node = targetNodeName(p);
-      if (node === undefined || !byName.has(node)) {
+      // A pod it adopted that names no node is left alone, as Kubernetes does.
+      if (node === undefined) continue;
+      if (!byName.has(node)) {
         orphaned.push(p);
         continue;
       }
