@@ -177,7 +177,7 @@ function buildProgram(
     .option('--all', 'every object of the type in the namespace')
     .action(runVerb('scale'));
 
-  const rollout = program.command('rollout').description('manage the rollout of a deployment');
+  const rollout = program.command('rollout').description('manage the rollout of a deployment or daemon set');
   const rolloutCommand = (name: string, description: string) =>
     addFileOptions(rollout.command(name).description(description))
       .argument('[args...]', 'TYPE NAME | TYPE/NAME')

@@ -13,8 +13,12 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-export async function startCluster(opts: { nodes?: number; home: string }): Promise<Cluster> {
-  const cluster = await startWorkloadCluster({ nodes: opts.nodes });
+export async function startCluster(opts: {
+  nodes?: number;
+  home: string;
+  controllers?: string;
+}): Promise<Cluster> {
+  const cluster = await startWorkloadCluster({ nodes: opts.nodes, controllers: opts.controllers });
   return {
     cp: cluster.cp,
     env: { HOME: opts.home, KUBECONFIG: cluster.cp.kubeconfigPath },

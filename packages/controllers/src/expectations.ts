@@ -36,6 +36,11 @@ export class Expectations {
     this.records.set(key, { adds: 0, deletes: new Set(podKeys), at: this.now() });
   }
 
+  /** Creates and deletes expected together (a DaemonSet sync does both at once). */
+  expect(key: string, adds: number, podKeys: readonly string[]): void {
+    this.records.set(key, { adds, deletes: new Set(podKeys), at: this.now() });
+  }
+
   creationObserved(key: string): void {
     const r = this.records.get(key);
     if (r) r.adds--;

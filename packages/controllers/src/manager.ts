@@ -6,6 +6,7 @@ import type { Logger } from '@kubit/daemon';
 import type { Cluster } from './cluster.js';
 import { type Controller, runWorkers } from './controller.js';
 import type { ControllerName } from './controller-names.js';
+import { DaemonSetController } from './daemonset/controller.js';
 import { DeploymentController } from './deployment/controller.js';
 import { pdbResource } from './disruption/budget.js';
 import { DisruptionController } from './disruption/controller.js';
@@ -57,6 +58,8 @@ export const GC_RESOURCES: readonly ResourceRef[] = [
   resources.deployments,
   resources.replicasets,
   resources.replicationcontrollers,
+  resources.daemonsets,
+  resources.controllerrevisions,
   resources.pods,
   resources.services,
   resources.endpoints,
@@ -101,6 +104,14 @@ export class ControllerManager {
       this.controllers.push(
         new DeploymentController(cluster, this.informers, { log, events: events('deployment-controller') }),
       );
+    }
+    if (on.has('daemonset')) {
+      // Its informers would wait for ever on an apiserver without DaemonSets.
+      if (served(resources.daemonsets) && served(resources.controllerrevisions)) {
+        this.controllers.push(
+          new DaemonSetController(cluster, this.informers, { log, events: events('daemonset-controller') }),
+        );
+      } else log.warn('the apiserver serves no apps/v1 DaemonSets; daemonset controller not started');
     }
     if (on.has('nodeipam') && opts.allocateNodeCIDRs) {
       if (!opts.clusterCIDR)

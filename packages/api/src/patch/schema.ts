@@ -93,6 +93,11 @@ const REPLICA_SET = withMeta({
   status: nested(s({ conditions })),
 });
 
+const DAEMON_SET = withMeta({
+  spec: nested(s({ template: nested(POD_TEMPLATE) })),
+  status: nested(s({ conditions })),
+});
+
 /** Objects with no list tags beyond their metadata. */
 const PLAIN = withMeta({});
 
@@ -114,6 +119,8 @@ const SCHEMAS: Readonly<Record<string, PatchSchema>> = {
   'v1/ReplicationController': REPLICA_SET,
   'apps/v1/ReplicaSet': REPLICA_SET,
   'apps/v1/Deployment': DEPLOYMENT,
+  'apps/v1/DaemonSet': DAEMON_SET,
+  'apps/v1/ControllerRevision': PLAIN,
   'events.k8s.io/v1/Event': PLAIN,
 };
 

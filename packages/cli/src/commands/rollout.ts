@@ -1,5 +1,5 @@
-// kubit rollout status|history|undo|restart|pause|resume for Deployments,
-// with kubectl's messages.
+// kubit rollout status|history|undo|restart|pause|resume for Deployments
+// (and status|history|undo|restart for DaemonSets), with kubectl's messages.
 
 import { StatusError } from '@kubit/api';
 import type { APIResourceInfo, KubeClient } from '@kubit/client';
@@ -7,6 +7,15 @@ import { resources } from '@kubit/client';
 import { CliError, PerTargetErrors } from '../errors.js';
 import { type Factory, parseDurationMs } from '../factory.js';
 import { objectName, parseOutput, printObjects } from '../printers/output.js';
+import {
+  type DaemonSetShape,
+  daemonSetRolloutStatus,
+  ownedRevisions,
+  planDaemonSetUndo,
+  type RevisionShape,
+  revisionHistory,
+  revisionTemplate,
+} from '../rollout/daemonset.js';
 import {
   type DeploymentShape,
   history,
@@ -42,13 +51,25 @@ interface Item {
   name: string;
 }
 
-/** The objects named on the command line; only Deployments have rollouts in Kubit. */
+const isDaemonSet = (r: APIResourceInfo) => r.group === 'apps' && r.kind === 'DaemonSet';
+/** What kubectl does for DaemonSets too (they cannot be paused). */
+const DAEMONSET_SUBCOMMANDS: readonly RolloutSubcommand[] = ['status', 'history', 'undo', 'restart'];
+
+/** The objects named on the command line: Deployments, and DaemonSets for what they support. */
 async function items(f: Factory, sub: RolloutSubcommand, args: string[], o: RolloutOptions): Promise<Item[]> {
   const client = await f.client();
   const targets = await resolveTargets(f, args, o);
   const out: Item[] = [];
   for (const t of targets) {
-    if (!(t.r.group === 'apps' && t.r.kind === 'Deployment')) {
+    if (isDaemonSet(t.r) && (sub === 'pause' || sub === 'resume')) {
+      throw new CliError(
+        `${t.r.resource}.${t.r.group} ${sub === 'pause' ? 'pausing' : 'resuming'} is not supported`,
+      );
+    }
+    const supported =
+      (t.r.group === 'apps' && t.r.kind === 'Deployment') ||
+      (isDaemonSet(t.r) && DAEMONSET_SUBCOMMANDS.includes(sub));
+    if (!supported) {
       const what = sub === 'status' ? 'status viewer' : sub === 'history' ? 'history viewer' : sub;
       throw new CliError(
         `no ${what} has been implemented for ${t.r.kind}${t.r.group ? `.${t.r.group}` : ''}`,
@@ -76,6 +97,12 @@ export async function rollout(
   const client = await f.client();
   const errors = new PerTargetErrors(f.io.err);
   await errors.each(list, async (it) => {
+    if (isDaemonSet(it.r) && sub !== 'restart') {
+      if (sub === 'status') await daemonSetStatus(f, client, it, o);
+      else if (sub === 'history') await daemonSetHistory(f, client, it, o);
+      else if (sub === 'undo') await daemonSetUndo(f, client, it, o.toRevision ?? 0);
+      return;
+    }
     switch (sub) {
       case 'status':
         await status(f, client, it, o);
@@ -187,6 +214,89 @@ async function undo(f: Factory, client: KubeClient, it: Item, toRevision: number
       if (!(e instanceof StatusError && e.code === 409) || attempt >= 4) throw e;
     }
   }
+}
+
+/** Prints each new state of a DaemonSet's rollout until it completes (or once, with --watch=false). */
+async function daemonSetStatus(f: Factory, client: KubeClient, it: Item, o: RolloutOptions): Promise<void> {
+  let last = '';
+  let done = false;
+  const see = (ds: DaemonSetShape | undefined): boolean => {
+    if (!ds) throw new CliError(`daemonsets.apps "${it.name}" not found`);
+    const s = daemonSetRolloutStatus(ds);
+    if (s.message !== last) f.io.out.write(`${s.message}\n`);
+    last = s.message;
+    done = s.done;
+    return s.done || o.watch === false;
+  };
+  const first = await client.get<DaemonSetShape>(it.r, it.name, { namespace: it.namespace });
+  if (o.watch === false) {
+    see(first);
+    return;
+  }
+  const deadline = deadlineSignal(parseDurationMs(o.timeout ?? '0s'), f.io.signal);
+  try {
+    await followObject<DaemonSetShape>(client, it.r, it.namespace, it.name, see, deadline.signal);
+  } finally {
+    deadline.dispose();
+  }
+  if (!done && deadline.timedOut()) throw new CliError('timed out waiting for the condition');
+}
+
+/** The ControllerRevisions the DaemonSet controls (found by its selector, as kubectl does). */
+async function revisionsOf(client: KubeClient, ds: DaemonSetShape): Promise<RevisionShape[]> {
+  const labelSelector = Object.entries(ds.spec?.selector?.matchLabels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  const list = await client.listAll<RevisionShape>(resources.controllerrevisions, {
+    namespace: ds.metadata?.namespace,
+    labelSelector: labelSelector || undefined,
+  });
+  return ownedRevisions(ds, list.items);
+}
+
+async function daemonSetHistory(f: Factory, client: KubeClient, it: Item, o: RolloutOptions): Promise<void> {
+  const ds = await client.get<DaemonSetShape>(it.r, it.name, { namespace: it.namespace });
+  const owned = await revisionsOf(client, ds);
+  const label = objectName(it.r, ds);
+  const rev = o.revision ?? 0;
+  if (rev > 0) {
+    const cr = owned.find((x) => x.revision === rev);
+    if (!cr) throw new CliError(`unable to find the specified revision`);
+    const template = revisionTemplate(cr);
+    if (o.output) {
+      const obj = { apiVersion: 'v1', kind: 'PodTemplate', metadata: {}, template };
+      f.io.out.write(printObjects(parseOutput(o.output), [{ r: it.r, obj }], true));
+      return;
+    }
+    f.io.out.write(`${label} with revision #${rev}\n${describeTemplate(template)}\n`);
+    return;
+  }
+  if (o.output) {
+    f.io.out.write(
+      printObjects(
+        parseOutput(o.output),
+        owned.map((obj) => ({ r: it.r, obj })),
+        false,
+      ),
+    );
+    return;
+  }
+  f.io.out.write(`${label} \n${historyTable(revisionHistory(owned))}\n`);
+}
+
+/** Applies the chosen revision's patch (which replaces the template), as kubectl does. */
+async function daemonSetUndo(f: Factory, client: KubeClient, it: Item, toRevision: number): Promise<void> {
+  const ds = await client.get<DaemonSetShape>(it.r, it.name, { namespace: it.namespace });
+  const plan = planDaemonSetUndo(ds, await revisionsOf(client, ds), toRevision);
+  const label = objectName(it.r, ds);
+  if (plan.kind === 'skip') {
+    f.io.out.write(
+      `${label} skipped rollback (current template already matches revision ${plan.revision})\n`,
+    );
+    return;
+  }
+  await client.patch(it.r, it.name, plan.patch, { namespace: it.namespace, type: 'strategic' });
+  f.io.out.write(`${label} rolled back\n`);
 }
 
 /** restart, pause and resume: one merge patch each, refused when it would change nothing. */

@@ -130,7 +130,7 @@ export function history(owned: readonly ReplicaSetShape[]): HistoryEntry[] {
 }
 
 /** "REVISION  CHANGE-CAUSE" rows, aligned with two spaces as kubectl's tab writer does. */
-export function historyTable(entries: readonly HistoryEntry[]): string {
+export function historyTable(entries: readonly Pick<HistoryEntry, 'revision' | 'changeCause'>[]): string {
   const rows = [
     ['REVISION', 'CHANGE-CAUSE'],
     ...entries.map((e) => [String(e.revision), e.changeCause || '<none>']),
