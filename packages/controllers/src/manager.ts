@@ -24,6 +24,7 @@ import { PodGarbageCollector } from './podgc.js';
 import { ReplicaSetController, ReplicationManager } from './replicaset.js';
 import type { ServedFilter } from './served.js';
 import { RootCAPublisher, ServiceAccountsController } from './serviceaccounts.js';
+import { StatefulSetController } from './statefulset/controller.js';
 
 export interface ManagerOptions {
   controllers: Set<ControllerName>;
@@ -57,6 +58,9 @@ export const GC_RESOURCES: readonly ResourceRef[] = [
   resources.deployments,
   resources.replicasets,
   resources.replicationcontrollers,
+  resources.statefulsets,
+  resources.controllerrevisions,
+  resources.persistentvolumeclaims,
   resources.pods,
   resources.services,
   resources.endpoints,
@@ -178,6 +182,18 @@ export class ControllerManager {
         );
       } else
         log.warn('the apiserver serves no policy/v1 PodDisruptionBudgets; disruption controller not started');
+    }
+    if (on.has('statefulset')) {
+      // Its informers would wait for ever on an apiserver without StatefulSets.
+      if (served(resources.statefulsets) && served(resources.controllerrevisions)) {
+        this.controllers.push(
+          new StatefulSetController(cluster, this.informers, {
+            claimsServed: served(resources.persistentvolumeclaims),
+            events: events('statefulset-controller'),
+            log,
+          }),
+        );
+      } else log.warn('the apiserver serves no apps/v1 StatefulSets; statefulset controller not started');
     }
     if (on.has('service-lb-ipam') && opts.loadBalancerIPRange) {
       this.controllers.push(
