@@ -51,20 +51,15 @@ function pod(
   state: 'ready' | 'pending' | 'failed' | 'terminating' = 'ready',
 ): Pod {
   const p = newStatefulPod(set, set, ordinal, revision);
-  p.metadata!.uid = `uid-${ordinal}`;
-  if (state === 'terminating') p.metadata!.deletionTimestamp = new Date(NOW).toISOString();
-  p.status =
+  const since = new Date(NOW - 60_000).toISOString();
+  const status: Pod['status'] =
     state === 'pending'
       ? { phase: 'Pending' }
       : state === 'failed'
         ? { phase: 'Failed' }
-        : {
-            phase: 'Running',
-            conditions: [
-              { type: 'Ready', status: 'True', lastTransitionTime: new Date(NOW - 60_000).toISOString() },
-            ],
-          };
-  return p;
+        : { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: since }] };
+  const deletionTimestamp = state === 'terminating' ? new Date(NOW).toISOString() : undefined;
+  return { ...p, metadata: { ...p.metadata, uid: `uid-${ordinal}`, deletionTimestamp }, status };
 }
 
 function input(set: StatefulSet, pods: Pod[], update = 'web-a', current = 'web-a'): PlanInput {
