@@ -5,12 +5,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { claimOwnerRefs, claimsFor } from '../src/statefulset/claims.js';
 import {
-  identityAndStorageMatch,
+  identityMatches,
   newStatefulPod,
   POD_INDEX_LABEL,
   POD_NAME_LABEL,
   parentAndOrdinal,
   REVISION_LABEL,
+  storageMatches,
 } from '../src/statefulset/identity.js';
 import { type Action, type PlanInput, planSync } from '../src/statefulset/plan.js';
 import {
@@ -110,7 +111,9 @@ describe('StatefulSet identity', () => {
     ]);
     // The template's own volume of the claim's name is replaced by the claim.
     assert.deepEqual(p.spec!.volumes, [{ name: 'www', persistentVolumeClaim: { claimName: 'www-web-6' } }]);
-    assert.ok(identityAndStorageMatch(set, p));
+    assert.ok(identityMatches(set, p));
+    assert.ok(storageMatches(set, p));
+    assert.ok(!storageMatches(set, { ...p, spec: { ...p.spec!, volumes: [] } }));
     assert.deepEqual(parentAndOrdinal(p), { parent: 'web', ordinal: 6 });
     const [claim] = claimsFor(set, 6);
     assert.equal(claim.metadata!.name, 'www-web-6');
@@ -189,6 +192,15 @@ describe('StatefulSet scaling', () => {
       describeActions(planSync(input(down, [pod(down, 0), pod(down, 1), pod(down, 2)])).actions),
       ['delete(condemned) web-2', 'delete(condemned) web-1'],
     );
+  });
+
+  test('a pod that lost its identity labels gets them back', () => {
+    const set = sts(1);
+    const p = pod(set, 0);
+    const { [POD_INDEX_LABEL]: _gone, ...labels } = p.metadata!.labels!;
+    const plan = planSync(input(set, [{ ...p, metadata: { ...p.metadata, labels } }]));
+    assert.deepEqual(describeActions(plan.actions), ['fixIdentity web-0']);
+    assert.equal(plan.actions[0].pod.metadata?.labels?.[POD_INDEX_LABEL], '0');
   });
 
   test('the status counts pods by readiness and revision', () => {

@@ -322,11 +322,13 @@ export class StatefulSetController implements Controller {
     }
   }
 
-  /** Owner references on the claims of live pods as the retention policy wants them. */
+  /** The claims of live pods: there (for pending pods), with the owners the retention policy wants. */
   private async fixClaimOwners(set: StatefulSet, pods: readonly Pod[]): Promise<void> {
     if (!this.claims || (set.spec?.volumeClaimTemplates ?? []).length === 0) return;
     for (const pod of pods) {
       if (pod.metadata?.deletionTimestamp || ordinalOf(pod) < 0) continue;
+      // A pending pod whose claim was deleted would never start: give it a new one.
+      if (pod.status?.phase === 'Pending') await this.createClaims(set, pod);
       for (const wanted of claimsFor(set, ordinalOf(pod))) {
         const claim = this.claims.store.getByKey(keyOf(wanted));
         const refs = claim && claimOwnerRefs(claim, set, pod);

@@ -97,19 +97,30 @@ export function newStatefulPod(
   return pod;
 }
 
-/** Whether the pod still has its identity labels and the volumes of its claims. */
-export function identityAndStorageMatch(set: StatefulSet, pod: Pod): boolean {
+/** Whether the pod is in the set's namespace with its name and identity labels. */
+export function identityMatches(set: StatefulSet, pod: Pod): boolean {
   const { parent, ordinal } = parentAndOrdinal(pod);
   const labels = pod.metadata?.labels ?? {};
-  if (ordinal < 0 || parent !== set.metadata?.name || pod.metadata?.namespace !== set.metadata?.namespace)
-    return false;
-  if (labels[POD_NAME_LABEL] !== pod.metadata?.name || labels[POD_INDEX_LABEL] !== String(ordinal))
-    return false;
+  return (
+    ordinal >= 0 &&
+    parent === set.metadata?.name &&
+    pod.metadata?.namespace === set.metadata?.namespace &&
+    labels[POD_NAME_LABEL] === pod.metadata?.name &&
+    labels[POD_INDEX_LABEL] === String(ordinal)
+  );
+}
+
+/** Whether the pod has a volume for each claim template, naming its claim. */
+export function storageMatches(set: StatefulSet, pod: Pod): boolean {
+  const ordinal = ordinalOf(pod);
   const volumes = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
-  return (set.spec?.volumeClaimTemplates ?? []).every(
-    (t) =>
-      volumes.get(t.metadata?.name ?? '')?.persistentVolumeClaim?.claimName ===
-      claimName(set, t.metadata?.name ?? '', ordinal),
+  return (
+    ordinal >= 0 &&
+    (set.spec?.volumeClaimTemplates ?? []).every(
+      (t) =>
+        volumes.get(t.metadata?.name ?? '')?.persistentVolumeClaim?.claimName ===
+        claimName(set, t.metadata?.name ?? '', ordinal),
+    )
   );
 }
 

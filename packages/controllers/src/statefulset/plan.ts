@@ -12,13 +12,14 @@ import { scaledValue } from '../deployment/util.js';
 import { isPodAvailable, isPodReady, podReadyCondition } from '../objects.js';
 import type { Pod, StatefulSet, StatefulSetStatus } from '../types.js';
 import {
-  identityAndStorageMatch,
+  identityMatches,
   inOrdinalRange,
   newStatefulPod,
   ordinalOf,
   replicasOf,
   revisionOfPod,
   startOrdinal,
+  withIdentity,
 } from './identity.js';
 
 export type Action =
@@ -152,7 +153,9 @@ export function planSync(input: PlanInput): Plan {
       waitFor(p);
       return done();
     }
-    if (!isTerminating(p) && !identityAndStorageMatch(set, p)) actions.push({ kind: 'fixIdentity', pod: p });
+    // Labels can be put back; volumes cannot change on a live pod.
+    if (!isTerminating(p) && !identityMatches(set, p))
+      actions.push({ kind: 'fixIdentity', pod: withIdentity(set, p) });
   }
 
   // 2. Ordinals past the end, highest first. OrderedReady deletes one at a
