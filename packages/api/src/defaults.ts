@@ -249,6 +249,34 @@ export function defaultStatefulSet(sts: Obj): Obj {
   return sts;
 }
 
+/** Kubernetes' SetDefaults_PersistentVolume: phase Pending, reclaim Retain, Filesystem. */
+export function defaultPersistentVolume(pv: Obj): Obj {
+  const spec = child(pv, 'spec');
+  if (spec) {
+    setDefault(spec, 'persistentVolumeReclaimPolicy', 'Retain');
+    setDefault(spec, 'volumeMode', 'Filesystem');
+  }
+  const status = child(pv, 'status');
+  if (status) setDefault(status, 'phase', 'Pending');
+  return pv;
+}
+
+/** Kubernetes' SetDefaults_PersistentVolumeClaim: phase Pending, Filesystem. */
+export function defaultPersistentVolumeClaim(pvc: Obj): Obj {
+  const spec = child(pvc, 'spec');
+  if (spec) setDefault(spec, 'volumeMode', 'Filesystem');
+  const status = child(pvc, 'status');
+  if (status) setDefault(status, 'phase', 'Pending');
+  return pvc;
+}
+
+/** Kubernetes' SetDefaults_StorageClass: reclaim Delete, bind Immediate. */
+export function defaultStorageClass(sc: Obj): Obj {
+  setDefault(sc, 'reclaimPolicy', 'Delete');
+  setDefault(sc, 'volumeBindingMode', 'Immediate');
+  return sc;
+}
+
 export function defaultNode(node: Obj): Obj {
   const status = own(node, 'status');
   if (isObj(status) && isObj(own(status, 'capacity'))) {
@@ -288,6 +316,9 @@ const DEFAULTERS: Record<string, (o: Obj) => Obj> = {
   'apps/v1/ReplicaSet': defaultReplicaSet,
   'apps/v1/Deployment': defaultDeployment,
   'apps/v1/DaemonSet': defaultDaemonSet,
+  'v1/PersistentVolume': defaultPersistentVolume,
+  'v1/PersistentVolumeClaim': defaultPersistentVolumeClaim,
+  'storage.k8s.io/v1/StorageClass': defaultStorageClass,
   'apps/v1/StatefulSet': defaultStatefulSet,
   'rbac.authorization.k8s.io/v1/RoleBinding': defaultRoleBinding,
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': defaultRoleBinding,

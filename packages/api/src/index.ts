@@ -52,3 +52,11 @@ export {
   VOLUME_SOURCES,
   validateBindingTarget,
 } from './validation/pod.js';
+export {
+  PV_ACCESS_MODES,
+  PV_RECLAIM_POLICIES,
+  VOLUME_BINDING_MODES,
+  VOLUME_MODES,
+  validatePersistentVolumeClaimSpec,
+  volumeSourcesOf,
+} from './validation/storage.js';

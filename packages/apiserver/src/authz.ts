@@ -213,11 +213,21 @@ export class NodeAuthorizer implements Authorizer {
       const spec = obj(pod.spec);
       if (spec.nodeName !== node) continue;
       if (resource === 'serviceaccounts' && spec.serviceAccountName === name) return true;
+      // An ephemeral volume's claim is named after its pod and volume.
+      if (resource === 'persistentvolumeclaims' && ephemeralClaimNames(pod).includes(name)) return true;
       if (JSON.stringify(spec).includes(JSON.stringify(name)) && podReferences(spec, resource, name))
         return true;
     }
     return false;
   }
+}
+
+function ephemeralClaimNames(pod: KObject): string[] {
+  const podName = str(pod.metadata?.name);
+  return arr(obj(pod.spec).volumes)
+    .map(obj)
+    .filter((v) => v.ephemeral !== undefined)
+    .map((v) => `${podName}-${str(v.name)}`);
 }
 
 function podReferences(spec: Record<string, unknown>, resource: string, name: string): boolean {

@@ -1,10 +1,17 @@
-// What exists from the first start: the system namespaces and the bootstrap
-// RBAC policy (cluster-admin for system:masters, roles for the scheduler, the
-// controller manager and nodes, discovery for everyone authenticated).
+// What exists from the first start: the system namespaces, the bootstrap RBAC
+// policy (cluster-admin for system:masters, roles for the scheduler, the controller
+// manager and nodes, discovery for everyone authenticated) and the two storage classes.
 // Roles and bindings marked autoupdate get this version's rules on every start.
 // Other objects that exist are left alone, so an operator's edits survive restarts.
 
 import { randomUUID } from 'node:crypto';
+import {
+  DEFAULT_STORAGE_CLASS_ANNOTATION,
+  DISK_PROVISIONER,
+  DISK_STORAGE_CLASS,
+  LOCAL_PATH_PROVISIONER,
+  LOCAL_PATH_STORAGE_CLASS,
+} from '@kubit/api';
 import type { Logger } from '@kubit/daemon';
 import { SYSTEM_NAMESPACES } from './admission.js';
 import { nowRfc3339 } from './objects.js';
@@ -93,6 +100,13 @@ export const bootstrapClusterRoles: KObject[] = [
     { apiGroups: [''], resources: ['pods'], verbs: [...READ, 'delete'] },
     { apiGroups: [''], resources: ['bindings', 'pods/binding'], verbs: ['create'] },
     { apiGroups: [''], resources: ['pods/status'], verbs: ['patch', 'update'] },
+    // Volume binding: the selected node is written on a WaitForFirstConsumer claim.
+    { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['patch', 'update'] },
+    {
+      apiGroups: ['storage.k8s.io'],
+      resources: ['storageclasses', 'csinodes', 'csidrivers', 'csistoragecapacities'],
+      verbs: READ,
+    },
     {
       apiGroups: ['', 'apps'],
       resources: [
@@ -191,6 +205,22 @@ export const bootstrapClusterRoles: KObject[] = [
       verbs: [...READ, ...WRITE, 'deletecollection'],
     },
     { apiGroups: [''], resources: ['services/status'], verbs: ['update', 'patch'] },
+    // Persistent-volume binder and expander, pvc/pv protection, ephemeral volumes.
+    {
+      apiGroups: [''],
+      resources: [
+        'persistentvolumes',
+        'persistentvolumes/status',
+        'persistentvolumeclaims',
+        'persistentvolumeclaims/status',
+      ],
+      verbs: [...READ, ...WRITE, 'deletecollection'],
+    },
+    {
+      apiGroups: ['storage.k8s.io'],
+      resources: ['storageclasses', 'csistoragecapacities'],
+      verbs: [...READ, ...WRITE, 'deletecollection'],
+    },
   ]),
   // Delegated authentication and authorization: who a token is, what a user may do.
   clusterRole('system:auth-delegator', [
@@ -226,6 +256,17 @@ export const bootstrapClusterRoles: KObject[] = [
       verbs: ['create', 'delete', 'get', 'patch', 'update'],
     },
   ]),
+  // What every kubelet does as the provisioner of its own node's volumes (local-path,
+  // kubit-disk): the Node authorizer decides nothing here, so RBAC answers.
+  clusterRole('system:kubit-node-volume-provisioner', [
+    { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['list', 'watch', 'patch', 'update'] },
+    {
+      apiGroups: [''],
+      resources: ['persistentvolumes'],
+      verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'],
+    },
+    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: READ },
+  ]),
 ];
 
 export const bootstrapBindings: KObject[] = [
@@ -243,6 +284,9 @@ export const bootstrapBindings: KObject[] = [
   ]),
   binding('system:node-proxier', 'system:node-proxier', [{ kind: 'User', name: 'system:kube-proxy' }]),
   binding('system:kubit-dns', 'system:kubit-dns', [{ kind: 'User', name: 'system:kubit-dns' }]),
+  binding('system:kubit-node-volume-provisioner', 'system:kubit-node-volume-provisioner', [
+    { kind: 'Group', name: 'system:nodes' },
+  ]),
 ];
 
 /** Namespaced bootstrap policy: the controller manager's own leader Lease in kube-system. */
@@ -264,6 +308,14 @@ export const bootstrapRoles: KObject[] = [
       },
     ],
   },
+  // Each node publishes its free space per node-local class in kube-system.
+  kubeSystemRole('system:kubit-node-storage-capacity', [
+    {
+      apiGroups: ['storage.k8s.io'],
+      resources: ['csistoragecapacities'],
+      verbs: ['get', 'list', 'watch', 'create', 'patch', 'update'],
+    },
+  ]),
   kubeSystemRole('system:kubit-dns', [
     { apiGroups: [''], resources: ['services'], verbs: ['get', 'create', 'update', 'patch'] },
     {
@@ -294,6 +346,35 @@ export const bootstrapRoleBindings: KObject[] = [
     ],
   },
   kubeSystemRoleBinding('system:kubit-dns', 'system:kubit-dns', 'system:kubit-dns'),
+  {
+    ...kubeSystemRoleBinding(
+      'system:kubit-node-storage-capacity',
+      'system:kubit-node-storage-capacity',
+      'system:nodes',
+    ),
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:nodes' }],
+  },
+];
+
+/** The two classes every Kubit cluster has; an operator's edits (or deletion of the default mark) survive restarts. */
+export const bootstrapStorageClasses: KObject[] = [
+  {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: LOCAL_PATH_STORAGE_CLASS, annotations: { [DEFAULT_STORAGE_CLASS_ANNOTATION]: 'true' } },
+    provisioner: LOCAL_PATH_PROVISIONER,
+    reclaimPolicy: 'Delete',
+    volumeBindingMode: 'WaitForFirstConsumer',
+  },
+  {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: DISK_STORAGE_CLASS },
+    provisioner: DISK_PROVISIONER,
+    reclaimPolicy: 'Delete',
+    volumeBindingMode: 'WaitForFirstConsumer',
+    allowVolumeExpansion: true,
+  },
 ];
 
 function kubeSystemRole(name: string, rules: unknown[]): KObject {
@@ -364,6 +445,8 @@ export async function bootstrap(store: Store, log: Logger): Promise<void> {
   const nsKey = (o: KObject) => `${String(o.metadata?.namespace)}/${String(o.metadata?.name)}`;
   for (const r of bootstrapRoles) await ensure(`/registry/roles/${nsKey(r)}`, r, 'rules');
   for (const b of bootstrapRoleBindings) await ensure(`/registry/rolebindings/${nsKey(b)}`, b, 'subjects');
+  for (const sc of bootstrapStorageClasses)
+    await ensure(`/registry/storageclasses/${String(sc.metadata?.name)}`, sc);
   if (created.length > 0) log.info({ created }, 'bootstrap objects created');
   if (updated.length > 0) log.info({ updated }, 'bootstrap policy reconciled');
 }

@@ -53,6 +53,7 @@ import {
   type ResourceRequest,
 } from './request.js';
 import { CompactedError, type KObject, type SideKeys, type Store, type StoredObject } from './storage.js';
+import { admitStorageCreate, admitStorageUpdate } from './storage-admission.js';
 import type { Filter, WatchCache } from './watchcache.js';
 
 export interface Ctx {
@@ -303,6 +304,7 @@ export class Rest {
     def.prepareForCreate?.(o);
     def.defaults?.(o);
     for (const admit of this.createAdmission) await admit(def, o, ri.namespace);
+    admitStorageCreate(def, o, this.cacheOf('storageclasses'));
     m.uid = randomUUID();
     m.creationTimestamp = nowRfc3339();
     delete m.deletionTimestamp;
@@ -451,6 +453,7 @@ export class Rest {
           ? await claimsDef.assign(next, currentOut, this.claimReader, attempt)
           : undefined;
         validateChange(def, next, currentOut);
+        await admitStorageUpdate(def, sub, next, currentOut, this.cacheOf('storageclasses'), this.store);
         nodeRestriction(ctx.user, def, sub, ri.verb, ri.name, currentOut, next);
         m.resourceVersion = String(cur.rev);
         if (sameIgnoringVersion(next, currentOut)) {

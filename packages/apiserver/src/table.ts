@@ -29,10 +29,11 @@ function partialMetadata(obj: KObject) {
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
 
 export function tableRows(def: KindDef, items: KObject[], include: IncludeObject, now = Date.now()) {
+  const nameOf = (o: KObject) => def.table.nameCell?.(o) ?? o.metadata?.name ?? '';
   return items.map((o) => ({
     cells: def.table.nameLast
-      ? [...def.table.cells(o, now), o.metadata?.name ?? '']
-      : [o.metadata?.name ?? '', ...def.table.cells(o, now)],
+      ? [...def.table.cells(o, now), nameOf(o)]
+      : [nameOf(o), ...def.table.cells(o, now)],
     ...(include === 'None' ? {} : { object: include === 'Object' ? o : partialMetadata(o) }),
   }));
 }

@@ -51,6 +51,16 @@ import {
   validateService,
   validateServiceUpdate,
 } from './service.js';
+import {
+  validateCSIStorageCapacity,
+  validateCSIStorageCapacityUpdate,
+  validatePersistentVolume,
+  validatePersistentVolumeClaim,
+  validatePersistentVolumeClaimUpdate,
+  validatePersistentVolumeUpdate,
+  validateStorageClass,
+  validateStorageClassUpdate,
+} from './storage.js';
 import { isObj, type Obj, own } from './util.js';
 
 interface KindValidator {
@@ -118,6 +128,26 @@ const validators: Record<string, KindValidator> = {
   },
   'events.k8s.io/Event': { name: nameIsDNSSubdomain, create: validateEventsV1Event },
   'policy/PodDisruptionBudget': { name: nameIsDNSSubdomain, create: validatePodDisruptionBudget },
+  '/PersistentVolume': {
+    name: nameIsDNSSubdomain,
+    create: validatePersistentVolume,
+    update: validatePersistentVolumeUpdate,
+  },
+  '/PersistentVolumeClaim': {
+    name: nameIsDNSSubdomain,
+    create: validatePersistentVolumeClaim,
+    update: validatePersistentVolumeClaimUpdate,
+  },
+  'storage.k8s.io/StorageClass': {
+    name: nameIsDNSSubdomain,
+    create: validateStorageClass,
+    update: validateStorageClassUpdate,
+  },
+  'storage.k8s.io/CSIStorageCapacity': {
+    name: nameIsDNSSubdomain,
+    create: validateCSIStorageCapacity,
+    update: validateCSIStorageCapacityUpdate,
+  },
 };
 
 function validatorFor(info: KindInfo): KindValidator | undefined {

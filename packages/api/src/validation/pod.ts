@@ -13,6 +13,7 @@ import {
   isValidLabelValue,
   isValidPortName,
 } from './names.js';
+import { validatePersistentVolumeClaimSpec } from './storage.js';
 import {
   arrAt,
   boolAt,
@@ -330,6 +331,27 @@ function validateVolumeMounts(v: unknown, path: string, ctx: SpecContext): void 
   }
 }
 
+/** A raw block device handed to the container: a named volume at an absolute path. */
+function validateVolumeDevices(v: unknown, path: string, ctx: SpecContext): void {
+  const { errs } = ctx;
+  const devicePaths = new Set<string>();
+  for (const [i, item] of arrAt(v, path, errs).entries()) {
+    const p = `${path}[${i}]`;
+    const d = objAt(item, p, errs);
+    if (!d) continue;
+    const name = strAt(own(d, 'name'), `${p}.name`, errs) ?? '';
+    if (!name) errs.push(fieldErrors.required(`${p}.name`));
+    else if (!ctx.volumes.has(name)) errs.push(fieldErrors.notFound(`${p}.name`, name));
+    const devicePath = strAt(own(d, 'devicePath'), `${p}.devicePath`, errs) ?? '';
+    if (!devicePath) errs.push(fieldErrors.required(`${p}.devicePath`));
+    else if (devicePaths.has(devicePath))
+      errs.push(fieldErrors.invalid(`${p}.devicePath`, devicePath, 'must be unique'));
+    else if (!devicePath.startsWith('/') || devicePath.split('/').includes('..'))
+      errs.push(fieldErrors.invalid(`${p}.devicePath`, devicePath, "must be an absolute path without '..'"));
+    devicePaths.add(devicePath);
+  }
+}
+
 function validateContainer(c: Obj, p: string, ctx: SpecContext, init: boolean): void {
   const { errs } = ctx;
   const image = strAt(own(c, 'image'), `${p}.image`, errs) ?? '';
@@ -343,6 +365,7 @@ function validateContainer(c: Obj, p: string, ctx: SpecContext, init: boolean): 
   validateEnv(own(c, 'env'), `${p}.env`, errs);
   validateEnvFrom(own(c, 'envFrom'), `${p}.envFrom`, errs);
   validateVolumeMounts(own(c, 'volumeMounts'), `${p}.volumeMounts`, ctx);
+  validateVolumeDevices(own(c, 'volumeDevices'), `${p}.volumeDevices`, ctx);
   validateResources(own(c, 'resources'), `${p}.resources`, errs);
 
   const pull = strAt(own(c, 'imagePullPolicy'), `${p}.imagePullPolicy`, errs);
@@ -449,11 +472,39 @@ function validateVolumes(v: unknown, path: string, ctx: SpecContext): void {
           errs.push(fieldErrors.invalid(`${ip}.path`, path2, "must not contain '..'"));
       }
     }
+    const ephemeral = objAt(own(vol, 'ephemeral'), `${p}.ephemeral`, errs);
+    if (ephemeral) validateEphemeralVolume(ephemeral, `${p}.ephemeral`, errs);
     const pvc = objAt(own(vol, 'persistentVolumeClaim'), `${p}.persistentVolumeClaim`, errs);
     if (pvc && !strAt(own(pvc, 'claimName'), `${p}.persistentVolumeClaim.claimName`, errs)) {
       errs.push(fieldErrors.required(`${p}.persistentVolumeClaim.claimName`));
     }
   }
+}
+
+/**
+ * An ephemeral volume's claim template: metadata as a claim's (without a name, which is
+ * the pod's and the volume's) and a valid claim spec.
+ */
+function validateEphemeralVolume(e: Obj, path: string, errs: FieldError[]): void {
+  const tp = `${path}.volumeClaimTemplate`;
+  const template = own(e, 'volumeClaimTemplate');
+  if (template === undefined || template === null) {
+    errs.push(fieldErrors.required(tp));
+    return;
+  }
+  const t = objAt(template, tp, errs);
+  if (!t) return;
+  const meta = own(t, 'metadata');
+  if (isObj(meta)) {
+    validateLabels(own(meta, 'labels'), `${tp}.metadata.labels`, errs);
+    for (const f of ['name', 'namespace', 'generateName', 'ownerReferences', 'finalizers']) {
+      if (own(meta, f) !== undefined && own(meta, f) !== '')
+        errs.push(fieldErrors.forbidden(`${tp}.metadata.${f}`, 'field not supported'));
+    }
+  }
+  const spec = objAt(own(t, 'spec'), `${tp}.spec`, errs);
+  if (!spec) errs.push(fieldErrors.required(`${tp}.spec`));
+  else validatePersistentVolumeClaimSpec(spec, `${tp}.spec`, errs);
 }
 
 function validateTolerations(v: unknown, path: string, errs: FieldError[]): void {

@@ -28,6 +28,12 @@ import {
 import { pods } from './pods.js';
 import { poddisruptionbudgets } from './policy.js';
 import { endpoints, endpointslices, serviceKind, services } from './services.js';
+import {
+  csistoragecapacities,
+  persistentvolumeclaims,
+  persistentvolumes,
+  storageclasses,
+} from './storage.js';
 import { groupVersion, type KindDef } from './types.js';
 
 export type { Column, KindDef, TableDef } from './types.js';
@@ -103,5 +109,9 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     statefulsets,
     controllerrevisions,
     poddisruptionbudgets,
+    persistentvolumes,
+    persistentvolumeclaims,
+    storageclasses,
+    csistoragecapacities,
   ];
 }

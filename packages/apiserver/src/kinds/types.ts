@@ -26,6 +26,8 @@ export interface TableDef {
   columns: Column[];
   /** Name as the last, wide-only column instead of the first (as events print). */
   nameLast?: boolean;
+  /** The NAME cell when it is more than the name (a default StorageClass's "(default)"). */
+  nameCell?(obj: KObject): string;
   /** Cells for those columns. `now` is ms since the epoch. */
   cells(obj: KObject, now: number): unknown[];
 }

@@ -325,6 +325,83 @@ const statefulSetSpec = S.obj({
   ordinals: S.obj({ start: S.int }),
 });
 
+/** A PersistentVolumeClaimSpec (also an ephemeral volume's and a StatefulSet's claim template). */
+const persistentVolumeClaimSpec = S.obj({
+  accessModes: strList,
+  selector: labelSelector,
+  resources: S.obj({ limits: S.map(S.quantity), requests: S.map(S.quantity) }),
+  volumeName: S.str,
+  storageClassName: S.str,
+  volumeMode: S.str,
+  dataSource: S.obj({ apiGroup: S.str, kind: S.str, name: S.str }),
+  dataSourceRef: S.obj({ apiGroup: S.str, kind: S.str, name: S.str, namespace: S.str }),
+  volumeAttributesClassName: S.str,
+});
+
+const nodeSelectorRequirement = S.obj({ key: S.str, operator: S.str, values: strList });
+const nodeSelector = S.obj({
+  nodeSelectorTerms: S.list(
+    S.obj({
+      matchExpressions: S.list(nodeSelectorRequirement),
+      matchFields: S.list(nodeSelectorRequirement),
+    }),
+  ),
+});
+
+/** A PersistentVolumeSpec: the sources Kubit mounts are typed, the others kept as given. */
+const persistentVolumeSpec = S.obj({
+  capacity: S.map(S.quantity),
+  accessModes: strList,
+  claimRef: S.obj({
+    kind: S.str,
+    namespace: S.str,
+    name: S.str,
+    uid: S.str,
+    apiVersion: S.str,
+    resourceVersion: S.str,
+    fieldPath: S.str,
+  }),
+  persistentVolumeReclaimPolicy: S.str,
+  storageClassName: S.str,
+  mountOptions: strList,
+  volumeMode: S.str,
+  nodeAffinity: S.obj({ required: nodeSelector }),
+  volumeAttributesClassName: S.str,
+  hostPath: S.obj({ path: S.str, type: S.str }),
+  local: S.obj({ path: S.str, fsType: S.str }),
+  nfs: S.obj({ server: S.str, path: S.str, readOnly: S.bool }),
+  csi: S.obj({
+    driver: S.str,
+    volumeHandle: S.str,
+    readOnly: S.bool,
+    fsType: S.str,
+    volumeAttributes: strMap,
+    controllerPublishSecretRef: S.any,
+    nodeStageSecretRef: S.any,
+    nodePublishSecretRef: S.any,
+    controllerExpandSecretRef: S.any,
+    nodeExpandSecretRef: S.any,
+  }),
+  gcePersistentDisk: S.any,
+  awsElasticBlockStore: S.any,
+  glusterfs: S.any,
+  rbd: S.any,
+  iscsi: S.any,
+  cinder: S.any,
+  cephfs: S.any,
+  fc: S.any,
+  flocker: S.any,
+  flexVolume: S.any,
+  azureFile: S.any,
+  vsphereVolume: S.any,
+  quobyte: S.any,
+  azureDisk: S.any,
+  photonPersistentDisk: S.any,
+  portworxVolume: S.any,
+  scaleIO: S.any,
+  storageos: S.any,
+});
+
 const objectReference = S.obj({
   kind: S.str,
   namespace: S.str,
@@ -415,6 +492,27 @@ export const schemas = {
   statefulSet: S.obj({ ...typeMeta, spec: statefulSetSpec, status: S.obj({}, true) }),
   /** apps/v1 ControllerRevision: data is any object (a patch of the owner's spec). */
   controllerRevision: S.obj({ ...typeMeta, data: S.any, revision: S.int }),
+  persistentVolume: S.obj({ ...typeMeta, spec: persistentVolumeSpec, status: S.obj({}, true) }),
+  persistentVolumeClaim: S.obj({ ...typeMeta, spec: persistentVolumeClaimSpec, status: S.obj({}, true) }),
+  storageClass: S.obj({
+    ...typeMeta,
+    provisioner: S.str,
+    parameters: strMap,
+    reclaimPolicy: S.str,
+    mountOptions: strList,
+    allowVolumeExpansion: S.bool,
+    volumeBindingMode: S.str,
+    allowedTopologies: S.list(
+      S.obj({ matchLabelExpressions: S.list(S.obj({ key: S.str, values: strList })) }),
+    ),
+  }),
+  csiStorageCapacity: S.obj({
+    ...typeMeta,
+    nodeTopology: labelSelector,
+    storageClassName: S.str,
+    capacity: S.quantity,
+    maximumVolumeSize: S.quantity,
+  }),
   /** autoscaling/v1 Scale, the body of the scale subresource. */
   scale: S.obj({
     ...typeMeta,
