@@ -161,13 +161,6 @@ export const bootstrapClusterRoles: KObject[] = [
       ],
       verbs: [...READ, ...WRITE, 'deletecollection'],
     },
-    // StatefulSet controller: its pods' claims (created before the pod, owner references
-    // for the retention policy); the garbage collector deletes the claims it owns.
-    {
-      apiGroups: [''],
-      resources: ['persistentvolumeclaims'],
-      verbs: [...READ, ...WRITE],
-    },
     // Disruption controller: each PodDisruptionBudget's status; the namespace controller
     // deletes them with their namespace.
     {
