@@ -4,13 +4,15 @@
 // Ready): OrderedReady brings web-0..2 up in order, a deleted pod comes back
 // under its name, `kubectl scale sts` removes the highest ordinal first, a
 // partitioned rolling update stops at the partition, `kubectl rollout
-// status|history|undo sts` work, and Parallel creates all pods at once.
+// status|history|undo sts` work, Parallel creates all pods at once, and each
+// pod has its own claim, kept across its recreation and deleted as the
+// retention policy says.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import type { ControllerRevision, Event, Pod, StatefulSet } from '@kubit/api';
+import type { ControllerRevision, Event, PersistentVolumeClaim, Pod, StatefulSet } from '@kubit/api';
 import { KubeClient, resources } from '@kubit/client';
 import { startWorkloadCluster, type WorkloadCluster, waitFor } from '@kubit/testkit';
 import { w } from './cm-process.js';
@@ -304,4 +306,61 @@ test('Parallel creates every pod at once, without waiting for any to be Ready', 
   const s = await getSet('par');
   assert.equal(s.status!.readyReplicas ?? 0, 0);
   await kubectl(['delete', 'sts', 'par']);
+});
+
+test('claims: one per pod, the same one back for a recreated pod, deleted as the retention policy says', async () => {
+  const set = statefulSet('db', 2, {
+    volumeClaimTemplates: [
+      {
+        metadata: { name: 'data' },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+      },
+    ],
+    persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Delete' },
+  });
+  const created = await client.create(resources.statefulsets, w(set), { namespace: NS });
+  let { pods } = await readySet('db', ['db-0', 'db-1']);
+  const claims = async () =>
+    (
+      await client.list<PersistentVolumeClaim>(resources.persistentvolumeclaims, {
+        namespace: NS,
+        labelSelector: 'app=db',
+      })
+    ).items.filter((c) => !c.metadata?.deletionTimestamp);
+  const first = await claims();
+  assert.deepEqual(first.map((c) => c.metadata!.name).sort(), ['data-db-0', 'data-db-1']);
+  for (const p of pods) {
+    const claim = p.spec!.volumes!.find((v) => v.name === 'data')?.persistentVolumeClaim?.claimName;
+    assert.equal(claim, `data-${p.metadata!.name}`);
+  }
+  // whenDeleted: Delete: the set owns the claims of the pods it wants.
+  for (const c of first) {
+    assert.deepEqual(
+      c.metadata!.ownerReferences?.map((r) => `${r.kind}/${r.name}/${r.uid}`),
+      [`StatefulSet/db/${created.metadata!.uid}`],
+    );
+  }
+
+  // A recreated pod gets its claim back: the same object, not a new one.
+  const claim1 = first.find((c) => c.metadata!.name === 'data-db-1')!;
+  await client.delete(resources.pods, 'db-1', { namespace: NS });
+  ({ pods } = await readySet('db', ['db-0', 'db-1']));
+  const again = await client.get<PersistentVolumeClaim>(resources.persistentvolumeclaims, 'data-db-1', {
+    namespace: NS,
+  });
+  assert.equal(again.metadata!.uid, claim1.metadata!.uid);
+
+  // whenScaled: Delete: the claim of a pod scaled away goes with it.
+  await kubectl(['scale', 'sts', 'db', '--replicas=1']);
+  await readySet('db', ['db-0']);
+  await waitFor(
+    'data-db-1 to be deleted',
+    async () => JSON.stringify((await claims()).map((c) => c.metadata!.name)) === '["data-db-0"]',
+    60_000,
+    200,
+  );
+
+  // whenDeleted: Delete: the set's claims go with the set.
+  await kubectl(['delete', 'sts', 'db']);
+  await waitFor('the claims of db to be deleted', async () => (await claims()).length === 0, 60_000, 200);
 });
