@@ -8,14 +8,14 @@ import { resources as res } from '@kubit/client';
 import { RecordingEvents } from '../src/events.js';
 import { StatefulSetController } from '../src/statefulset/controller.js';
 import { FakeCluster } from '../src/testing.js';
-import type { ControllerRevision, Pod, StatefulSet } from '../src/types.js';
+import type { ControllerRevision, PersistentVolumeClaim, Pod, StatefulSet } from '../src/types.js';
 import { newFactory, runAllPods, settle, startInformers, template } from './helpers.js';
 
-async function setup() {
+async function setup(claimsServed = false) {
   const cluster = new FakeCluster();
   const informers = newFactory(cluster);
   const events = new RecordingEvents();
-  const ssc = new StatefulSetController(cluster, informers, { events, claimsServed: false });
+  const ssc = new StatefulSetController(cluster, informers, { events, claimsServed });
   await startInformers(informers);
   return { cluster, informers, ssc, events };
 }
@@ -154,6 +154,46 @@ describe('StatefulSet controller (FakeCluster)', () => {
     set = await getSet(cluster);
     assert.equal(set.status!.updatedReplicas, 1);
     assert.equal(set.status!.currentReplicas, 1);
+    informers.stop();
+  });
+
+  test('a pod scaled back up waits while its old claim is still owned by the deleted pod', async () => {
+    const { cluster, informers, ssc } = await setup(true);
+    await cluster.create(
+      res.statefulsets,
+      'default',
+      statefulSet(2, {
+        volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'] } }],
+        persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Retain', whenScaled: 'Delete' },
+      }),
+    );
+    await converge(cluster, ssc);
+    const claim = () =>
+      cluster.get<PersistentVolumeClaim>(res.persistentvolumeclaims, 'default', 'data-web-1');
+    const web1 = pods(cluster).find((p) => p.metadata!.name === 'web-1')!;
+    assert.equal((await claim()).metadata!.ownerReferences, undefined);
+    // Scale down: the claim is handed to its pod, and the pod deleted (no garbage collector here).
+    let set = await getSet(cluster);
+    await cluster.update(res.statefulsets, { ...set, spec: { ...set.spec!, replicas: 1 } });
+    await converge(cluster, ssc);
+    assert.deepEqual(names(cluster), ['web-0']);
+    assert.deepEqual(
+      (await claim()).metadata!.ownerReferences?.map((r) => `${r.kind}/${r.name}/${r.uid}`),
+      [`Pod/web-1/${web1.metadata!.uid}`],
+    );
+    // Back up before the claim is collected: web-1 must wait for it to go.
+    set = await getSet(cluster);
+    await cluster.update(res.statefulsets, { ...set, spec: { ...set.spec!, replicas: 2 } });
+    await converge(cluster, ssc);
+    assert.deepEqual(names(cluster), ['web-0']);
+    await cluster.delete(res.persistentvolumeclaims, 'default', 'data-web-1');
+    // The retry's backoff: run the key again until web-1 is back.
+    for (let i = 0; i < 5 && names(cluster).length < 2; i++) {
+      await ssc.reconcile('default/web').catch(() => {});
+      await converge(cluster, ssc);
+    }
+    assert.deepEqual(names(cluster), ['web-0', 'web-1']);
+    assert.equal((await claim()).metadata!.ownerReferences, undefined);
     informers.stop();
   });
 });

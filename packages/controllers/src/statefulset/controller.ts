@@ -297,6 +297,10 @@ export class StatefulSetController implements Controller {
       const name = claim.metadata?.name ?? '';
       const cached = this.claims.store.getByKey(keyOf(claim));
       if (cached?.metadata?.deletionTimestamp) throw new RetryLater(`pvc ${name} is being deleted`);
+      // Owned by a pod of this name that is gone (scaled down, whenScaled: Delete): the
+      // garbage collector is about to delete it, and the new pod must not bind it.
+      if (cached?.metadata?.ownerReferences?.some((r) => r.kind === 'Pod' && r.name === pod.metadata?.name))
+        throw new RetryLater(`pvc ${name} is stale: its pod was deleted and so will it be`);
       if (cached) continue;
       // Owned by the set from the start when the set's deletion deletes it.
       if (set.spec?.persistentVolumeClaimRetentionPolicy?.whenDeleted === 'Delete')
