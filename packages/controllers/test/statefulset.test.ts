@@ -208,6 +208,13 @@ test('OrderedReady: in order up, same name back, highest first down, partitioned
   assert.match(await kubectl(['scale', 'sts', 'web', '--replicas=1']), /statefulset.apps\/web scaled/);
   await readySet('web', ['web-0']);
   assert.deepEqual(order.deleting, ['web-2', 'web-1']);
+  const deleted = (await client.list<Event>(resources.events, { namespace: NS })).items.filter(
+    (e) => e.involvedObject?.name === 'web' && e.reason === 'SuccessfulDelete',
+  );
+  assert.deepEqual(deleted.map((e) => e.message).sort(), [
+    'delete Pod web-1 in StatefulSet web successful',
+    'delete Pod web-2 in StatefulSet web successful',
+  ]);
   assert.match(await kubectl(['scale', 'sts', 'web', '--replicas=3']), /statefulset.apps\/web scaled/);
   await readySet('web', ['web-0', 'web-1', 'web-2']);
 
@@ -262,6 +269,8 @@ test('OrderedReady: in order up, same name back, highest first down, partitioned
     await kubectl(['rollout', 'history', 'sts/web']),
     /REVISION\s+CHANGE-CAUSE\n1\s+<none>\n2\s+<none>/,
   );
+
+  assert.match(await kubectl(['rollout', 'history', 'sts/web', '--revision=2']), /Image:\s+nginx:2/);
 
   // rollout undo puts the first template back, as revision 3.
   assert.match(await kubectl(['rollout', 'undo', 'sts/web']), /statefulset.apps\/web rolled back/);
