@@ -148,6 +148,15 @@ describe('StatefulSet scaling', () => {
     assert.equal(plan.status.availableReplicas, 0);
   });
 
+  test('Parallel also looks again when a Ready pod becomes available', () => {
+    const set = sts(1, { minReadySeconds: 90, podManagementPolicy: 'Parallel' });
+    assert.equal(planSync(input(set, [pod(set, 0)])).requeueAfterMs, 30_100);
+    assert.equal(
+      planSync(input(sts(1, { podManagementPolicy: 'Parallel' }), [pod(set, 0)])).requeueAfterMs,
+      undefined,
+    );
+  });
+
   test('a failed pod is deleted, not replaced in the same sync (its name must be free)', () => {
     const set = sts(3);
     const plan = planSync(input(set, [pod(set, 0), pod(set, 1, 'web-a', 'failed'), pod(set, 2)]));

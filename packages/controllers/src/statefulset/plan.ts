@@ -121,11 +121,11 @@ export function planSync(input: PlanInput): Plan {
     (p) => !isTerminating(p) && revisionOfPod(p) === input.currentRevision,
   ).length;
 
-  const done = (): Plan => ({
-    actions,
-    status: statusOf(input, [...after.values()]),
-    requeueAfterMs,
-  });
+  const done = (): Plan => {
+    // The status counts available pods: look again when a Ready one becomes available.
+    if (minReady > 0) for (const p of after.values()) if (!isAvailable(p, minReady, now)) waitFor(p);
+    return { actions, status: statusOf(input, [...after.values()]), requeueAfterMs };
+  };
   if (set.metadata?.deletionTimestamp) return done();
 
   // 1. Every ordinal in range: replace the failed, create the missing.
@@ -149,10 +149,7 @@ export function planSync(input: PlanInput): Plan {
       continue;
     }
     if (monotonic && (isTerminating(p) || !isRunningAndReady(p))) return done();
-    if (monotonic && !isAvailable(p, minReady, now)) {
-      waitFor(p);
-      return done();
-    }
+    if (monotonic && !isAvailable(p, minReady, now)) return done();
     // Labels can be put back; volumes cannot change on a live pod.
     if (!isTerminating(p) && !identityMatches(set, p))
       actions.push({ kind: 'fixIdentity', pod: withIdentity(set, p) });
@@ -181,12 +178,7 @@ export function planSync(input: PlanInput): Plan {
   const partition = set.spec?.updateStrategy?.rollingUpdate?.partition ?? 0;
   const maxUnavailable = maxUnavailableOf(set);
   let unavailable = 0;
-  for (const p of replicas) {
-    if (!p || !isHealthy(p, minReady, now)) {
-      unavailable++;
-      if (p) waitFor(p);
-    }
-  }
+  for (const p of replicas) if (!p || !isHealthy(p, minReady, now)) unavailable++;
   for (let i = n - 1; i >= partition && unavailable < maxUnavailable; i--) {
     const p = replicas[i];
     if (!p || revisionOfPod(p) === input.updateRevision || isTerminating(p)) continue;
