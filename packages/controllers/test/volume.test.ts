@@ -6,7 +6,8 @@
 // WaitForFirstConsumer only after a node is selected); Retain keeps a Released volume,
 // Delete removes it; a claim in use by a pod waits for the pod before it goes; a bound
 // volume waits for its claim; an ephemeral volume's claim is made for its pod and goes
-// with it; a kubit-disk claim that grows gets FileSystemResizePending.
+// with it; a claim whose volume is removed is Lost; a kubit-disk claim that grows gets
+// FileSystemResizePending.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Event as CoreEvent, PersistentVolume, PersistentVolumeClaim, Pod } from '@kubit/api';
@@ -276,6 +277,33 @@ describe('persistent-volume binder', () => {
     );
     assert.equal(kept.spec?.claimRef?.name, 'keeper');
     await until('drop deleted', () => gone(() => getVolume('drop')), Boolean);
+  });
+});
+
+describe('lost volumes', () => {
+  test('a bound claim whose volume is removed turns Lost, with ClaimLost', async () => {
+    await client.create(resources.persistentvolumes, volume('lost-vol', '1Gi', { storageClassName: 'lost' }));
+    await client.create(resources.persistentvolumeclaims, claim('lost', '1Gi', { storageClassName: 'lost' }));
+    await boundClaim('lost');
+    // Around the protection: the finalizer taken off by hand, then the volume deleted.
+    const v = await getVolume('lost-vol');
+    await client.update(resources.persistentvolumes, { ...v, metadata: { ...v.metadata, finalizers: [] } });
+    await client.delete(resources.persistentvolumes, 'lost-vol');
+    await until(
+      'lost Lost',
+      () => getClaim('lost'),
+      (c) => c.status?.phase === 'Lost',
+    );
+    await until(
+      'a ClaimLost event',
+      () => eventsFor('lost'),
+      (es) =>
+        es.some(
+          (e) =>
+            e.reason === 'ClaimLost' &&
+            e.message === 'Bound claim has lost its PersistentVolume. Data on the volume is lost!',
+        ),
+    );
   });
 });
 
