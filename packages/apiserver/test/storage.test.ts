@@ -162,6 +162,14 @@ describe('claims and volumes', () => {
       /^NAME\s+STATUS\s+VOLUME\s+CAPACITY\s+ACCESS MODES\s+STORAGECLASS\s+VOLUMEATTRIBUTESCLASS\s+AGE$/,
     );
     assert.match(pvc[1], /^print\s+Bound\s+pv-print\s+5Gi\s+RWO\s+manual\s+<unset>\s+\S+$/);
+    const described = (await kubectl(cp, ['describe', 'pvc', 'print'])).stdout;
+    assert.match(described, /^Name:\s+print$/m);
+    assert.match(described, /^StorageClass:\s+manual$/m);
+    assert.match(described, /^Status:\s+Bound$/m);
+    assert.match(described, /^Volume:\s+pv-print$/m);
+    assert.match(described, /^Capacity:\s+5Gi$/m);
+    const describedPv = (await kubectl(cp, ['describe', 'pv', 'pv-print'])).stdout;
+    assert.match(describedPv, /^Reclaim Policy:\s+Retain$/m);
     const pending = (await kubectl(cp, ['get', 'pvc', 'defaulted'])).stdout.split('\n');
     assert.match(pending[1], /^defaulted\s+Pending\s+local-path\s+<unset>\s+\S+$/);
   });
