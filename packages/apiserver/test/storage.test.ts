@@ -189,6 +189,41 @@ describe('claims and volumes', () => {
     assert.match(out[1], /^protected\s+Terminating\s/);
   });
 
+  it('kubectl apply creates volumes and claims; kubectl get pv,pvc,sc lists all three', async () => {
+    const manifest = `apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: applied-pv
+spec:
+  capacity:
+    storage: 2Gi
+  accessModes: [ReadWriteMany]
+  storageClassName: applied
+  nfs:
+    server: nfs.example.com
+    path: /exports/a
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: applied
+spec:
+  storageClassName: applied
+  accessModes: [ReadWriteMany]
+  resources:
+    requests:
+      storage: 1Gi
+`;
+    await kubectl(cp, ['apply', '-f', '-'], { input: manifest });
+    // Applying again is a no-op (the claim's spec is immutable, so any diff would be refused).
+    const again = await kubectl(cp, ['apply', '-f', '-'], { input: manifest });
+    assert.match(again.stdout, /persistentvolumeclaim\/applied unchanged/);
+    const out = (await kubectl(cp, ['get', 'pv,pvc,sc'])).stdout;
+    assert.match(out, /^persistentvolume\/applied-pv\s+2Gi\s+RWX\s+Retain\s+Pending\s+applied\s/m);
+    assert.match(out, /^persistentvolumeclaim\/applied\s+Pending\s+applied\s/m);
+    assert.match(out, /^storageclass\.storage\.k8s\.io\/local-path \(default\)\s/m);
+  });
+
   it('bad volumes and claims are 422 with field paths', async () => {
     const v = await api.post(PVS, volume('two-sources', { nfs: { server: 's', path: '/x' } }));
     assert.equal(v.status, 422, v.text);
