@@ -139,4 +139,19 @@ describe('CronJob controller decisions', () => {
     assert.ok(events.reasons().includes('MissingJob'), events.reasons().join());
     informers.stop();
   });
+
+  test('a deleted CronJob starts nothing more', async () => {
+    const { clock, cluster, informers, ctrl } = await setup();
+    await cluster.create(res.cronjobs, 'default', cronJob('x'));
+    clock.now = Date.parse('2026-03-01T10:01:05Z');
+    await settle([ctrl]);
+    assert.equal(jobs(cluster).length, 1);
+    await cluster.delete(res.cronjobs, 'default', 'x');
+    await settle([ctrl]);
+    clock.now = Date.parse('2026-03-01T10:02:05Z');
+    ctrl.queue.add('default/x');
+    await settle([ctrl]);
+    assert.equal(cluster.all<Job>(res.jobs).length, 1);
+    informers.stop();
+  });
 });

@@ -87,9 +87,11 @@ export class CronJobController implements Controller {
   private cronJob(key: string): CronJob | undefined {
     const { namespace, name } = splitKey(key);
     const cached = this.cronJobs.store.getByKey(key);
+    // A CronJob gone from the cache is gone: a status written before its delete must not revive it.
+    if (!cached) return undefined;
     return this.ownCronJobs
-      .view(cached ? [cached] : [], namespace)
-      .find((c) => c.metadata?.name === name && (!cached || c.metadata?.uid === cached.metadata?.uid));
+      .view([cached], namespace)
+      .find((c) => c.metadata?.name === name && c.metadata?.uid === cached.metadata?.uid);
   }
 
   private ownedJobs(cj: CronJob): Job[] {
