@@ -45,6 +45,8 @@ export const namespacedForCleanup: readonly ResourceRef[] = [
   pdbResource,
   resources.persistentvolumeclaims,
   resources.csistoragecapacities,
+  resources.jobs,
+  resources.cronjobs,
 ];
 
 export class NamespaceController implements Controller {
