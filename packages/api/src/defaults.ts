@@ -249,6 +249,105 @@ export function defaultStatefulSet(sts: Obj): Obj {
   return sts;
 }
 
+/** The label keys a Job's generated selector and its pods' template carry (Kubernetes' batch labels). */
+export const JOB_CONTROLLER_UID_LABEL = 'batch.kubernetes.io/controller-uid';
+export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
+export const LEGACY_JOB_CONTROLLER_UID_LABEL = 'controller-uid';
+export const LEGACY_JOB_NAME_LABEL = 'job-name';
+/** Go's math.MaxInt32: a Job's backoffLimit when it counts failures per index instead. */
+export const MAX_INT32 = 2147483647;
+
+/** The defaults of a JobSpec that a CronJob's jobTemplate and a Job share: its pod template's. */
+function defaultJobSpec(spec: Obj): void {
+  if (own(spec, 'completions') == null && own(spec, 'parallelism') == null) {
+    spec.completions = 1;
+    spec.parallelism = 1;
+  }
+  setDefault(spec, 'parallelism', 1);
+  setDefault(spec, 'backoffLimit', own(spec, 'backoffLimitPerIndex') == null ? 6 : MAX_INT32);
+  setDefault(spec, 'completionMode', 'NonIndexed');
+  setDefault(spec, 'suspend', false);
+  setDefault(
+    spec,
+    'podReplacementPolicy',
+    own(spec, 'podFailurePolicy') == null ? 'TerminatingOrFailed' : 'Failed',
+  );
+  setDefault(spec, 'manualSelector', false);
+  defaultTemplate(spec);
+}
+
+/**
+ * Kubernetes' SetDefaults_Job: one completion at parallelism 1 when neither is set, 6
+ * retries (MaxInt32 with a per-index limit), NonIndexed, not suspended, pods replaced
+ * once terminating or failed (failed only, with a pod failure policy), and the Job's
+ * own labels copied from its template when it has none.
+ */
+export function defaultJob(job: Obj): Obj {
+  const spec = child(job, 'spec');
+  if (!spec) return job;
+  defaultJobSpec(spec);
+  const template = own(spec, 'template');
+  const tmeta = isObj(template) ? own(template, 'metadata') : undefined;
+  const labels = isObj(tmeta) ? own(tmeta, 'labels') : undefined;
+  const meta = child(job, 'metadata');
+  const ownLabels = meta ? own(meta, 'labels') : undefined;
+  if (meta && isObj(labels) && (!isObj(ownLabels) || Object.keys(ownLabels).length === 0)) {
+    meta.labels = { ...labels };
+  }
+  return job;
+}
+
+/**
+ * The selector the apiserver generates for a new Job unless spec.manualSelector is true
+ * (Kubernetes' Job strategy, generateSelector): its pods carry the Job's uid and name in
+ * the batch labels (and their legacy spellings), and the selector picks that uid. It
+ * needs metadata.uid, so it runs once the uid is assigned; labels the user set on the
+ * template are kept.
+ */
+export function generateJobSelector(job: Obj): Obj {
+  const spec = child(job, 'spec');
+  const meta = own(job, 'metadata');
+  if (!spec || !isObj(meta) || own(spec, 'manualSelector') === true) return job;
+  const uid = own(meta, 'uid');
+  const name = own(meta, 'name');
+  if (typeof uid !== 'string' || !uid) return job;
+  const template = child(spec, 'template');
+  const tmeta = template ? child(template, 'metadata') : undefined;
+  const labels = tmeta ? child(tmeta, 'labels') : undefined;
+  if (labels) {
+    const generated: Record<string, unknown> = {
+      [LEGACY_JOB_CONTROLLER_UID_LABEL]: uid,
+      [LEGACY_JOB_NAME_LABEL]: name,
+      [JOB_CONTROLLER_UID_LABEL]: uid,
+      [JOB_NAME_LABEL]: name,
+    };
+    for (const [k, v] of Object.entries(generated)) if (own(labels, k) === undefined) labels[k] = v;
+  }
+  // The uid is added to what the user wrote; a selector that then picks other pods than
+  // the generated labels is validation's "`selector` not auto-generated".
+  const selector = child(spec, 'selector');
+  const matchLabels = selector ? child(selector, 'matchLabels') : undefined;
+  if (matchLabels && own(matchLabels, JOB_CONTROLLER_UID_LABEL) === undefined) {
+    matchLabels[JOB_CONTROLLER_UID_LABEL] = uid;
+  }
+  return job;
+}
+
+/** Kubernetes' SetDefaults_CronJob: Allow, not suspended, 3 succeeded and 1 failed Job kept. */
+export function defaultCronJob(cj: Obj): Obj {
+  const spec = child(cj, 'spec');
+  if (!spec) return cj;
+  setDefault(spec, 'concurrencyPolicy', 'Allow');
+  setDefault(spec, 'suspend', false);
+  setDefault(spec, 'successfulJobsHistoryLimit', 3);
+  setDefault(spec, 'failedJobsHistoryLimit', 1);
+  const jobTemplate = own(spec, 'jobTemplate');
+  const jobSpec = isObj(jobTemplate) ? own(jobTemplate, 'spec') : undefined;
+  // Only the pod template is defaulted: Kubernetes' Job defaults apply to the Jobs made from it.
+  if (isObj(jobSpec)) defaultTemplate(jobSpec);
+  return cj;
+}
+
 export function defaultNode(node: Obj): Obj {
   const status = own(node, 'status');
   if (isObj(status) && isObj(own(status, 'capacity'))) {
@@ -289,6 +388,8 @@ const DEFAULTERS: Record<string, (o: Obj) => Obj> = {
   'apps/v1/Deployment': defaultDeployment,
   'apps/v1/DaemonSet': defaultDaemonSet,
   'apps/v1/StatefulSet': defaultStatefulSet,
+  'batch/v1/Job': defaultJob,
+  'batch/v1/CronJob': defaultCronJob,
   'rbac.authorization.k8s.io/v1/RoleBinding': defaultRoleBinding,
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': defaultRoleBinding,
 };

@@ -1,5 +1,6 @@
 // @kubit/api: the resource model every Kubit component shares. No I/O.
 
+export * from './cron-schedule.js';
 export * from './defaults.js';
 export * from './duration.js';
 export * from './field-errors.js';
@@ -21,6 +22,12 @@ export {
   validateDaemonSet,
   validateStatefulSet,
 } from './validation/apps-workloads.js';
+export {
+  COMPLETION_MODES,
+  CONCURRENCY_POLICIES,
+  MAX_CRONJOB_NAME_LENGTH,
+  POD_REPLACEMENT_POLICIES,
+} from './validation/batch.js';
 export * from './validation/index.js';
 export {
   MAX_DATA_SIZE,

@@ -147,6 +147,13 @@ export const bootstrapClusterRoles: KObject[] = [
       ],
       verbs: [...READ, ...WRITE, 'deletecollection'],
     },
+    // Job, CronJob and TTL-after-finished controllers (finalizers: the Job's pods'
+    // tracking finalizer is removed through them as in Kubernetes' job controller role).
+    {
+      apiGroups: ['batch'],
+      resources: ['jobs', 'jobs/status', 'jobs/finalizers', 'cronjobs', 'cronjobs/status'],
+      verbs: [...READ, ...WRITE, 'deletecollection'],
+    },
     // Disruption controller: each PodDisruptionBudget's status; the namespace controller
     // deletes them with their namespace.
     {

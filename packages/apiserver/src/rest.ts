@@ -300,10 +300,11 @@ export class Rest {
     if (!m.name && typeof m.generateName === 'string' && m.generateName) {
       m.name = `${m.generateName}${generateNameSuffix()}`;
     }
+    // The uid comes first: a Job's generated selector and pod labels are made from it.
+    m.uid = randomUUID();
     def.prepareForCreate?.(o);
     def.defaults?.(o);
     for (const admit of this.createAdmission) await admit(def, o, ri.namespace);
-    m.uid = randomUUID();
     m.creationTimestamp = nowRfc3339();
     delete m.deletionTimestamp;
     delete m.deletionGracePeriodSeconds;

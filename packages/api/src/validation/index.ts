@@ -15,6 +15,13 @@ import {
   validateStatefulSetUpdate,
 } from './apps-workloads.js';
 import {
+  validateCronJobCreate,
+  validateCronJobUpdate,
+  validateJob,
+  validateJobCreate,
+  validateJobUpdate,
+} from './batch.js';
+import {
   validateBinding,
   validateBindingUpdate,
   validateConfigMap,
@@ -55,7 +62,10 @@ import { isObj, type Obj, own } from './util.js';
 
 interface KindValidator {
   name: NameValidator;
+  /** Rules for the object, run on create and on update. */
   create(obj: Obj, errs: FieldError[]): void;
+  /** Rules only a new object must pass (a Job's generated selector). */
+  createOnly?(obj: Obj, errs: FieldError[]): void;
   update?(newObj: Obj, oldObj: Obj, errs: FieldError[]): void;
 }
 
@@ -116,6 +126,20 @@ const validators: Record<string, KindValidator> = {
     create: validateControllerRevision,
     update: validateControllerRevisionUpdate,
   },
+  'batch/Job': {
+    name: nameIsDNSSubdomain,
+    create: validateJob,
+    createOnly: validateJobCreate,
+    update: validateJobUpdate,
+  },
+  // The spec rules depend on the old spec on update (a TZ it had may stay), so the create
+  // and update rules are apart.
+  'batch/CronJob': {
+    name: nameIsDNSSubdomain,
+    create: () => {},
+    createOnly: validateCronJobCreate,
+    update: validateCronJobUpdate,
+  },
   'events.k8s.io/Event': { name: nameIsDNSSubdomain, create: validateEventsV1Event },
   'policy/PodDisruptionBudget': { name: nameIsDNSSubdomain, create: validatePodDisruptionBudget },
 };
@@ -156,6 +180,7 @@ export function validateObject(obj: unknown): FieldError[] {
   if (!r) return errs;
   validateObjectMeta(r.o, r.info.namespaced, r.v.name, errs);
   r.v.create(r.o, errs);
+  r.v.createOnly?.(r.o, errs);
   return errs;
 }
 

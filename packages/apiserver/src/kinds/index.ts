@@ -11,6 +11,7 @@ import {
   replicationcontrollers,
   statefulsets,
 } from './apps.js';
+import { cronjobs, jobs } from './batch.js';
 import {
   clusterrolebindings,
   clusterroles,
@@ -103,5 +104,7 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     statefulsets,
     controllerrevisions,
     poddisruptionbudgets,
+    jobs,
+    cronjobs,
   ];
 }

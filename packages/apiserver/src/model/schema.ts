@@ -405,6 +405,74 @@ const deleteOptions = S.obj({
   dryRun: strList,
 });
 
+/** batch/v1 JobSpec, shared by Jobs and CronJobs' jobTemplate. */
+const jobSpec = S.obj({
+  parallelism: S.int,
+  completions: S.int,
+  activeDeadlineSeconds: S.int,
+  podFailurePolicy: S.obj({
+    rules: S.list(
+      S.obj({
+        action: S.str,
+        onExitCodes: S.obj({ containerName: S.str, operator: S.str, values: S.list(S.int) }),
+        onPodConditions: S.list(S.obj({ type: S.str, status: S.str })),
+      }),
+    ),
+  }),
+  successPolicy: S.obj({ rules: S.list(S.obj({ succeededIndexes: S.str, succeededCount: S.int })) }),
+  backoffLimit: S.int,
+  backoffLimitPerIndex: S.int,
+  maxFailedIndexes: S.int,
+  selector: labelSelector,
+  manualSelector: S.bool,
+  template: podTemplateSpec,
+  ttlSecondsAfterFinished: S.int,
+  completionMode: S.str,
+  suspend: S.bool,
+  podReplacementPolicy: S.str,
+  managedBy: S.str,
+});
+
+const jobStatus = S.obj({
+  conditions: S.list(
+    S.obj({
+      type: S.str,
+      status: S.str,
+      lastProbeTime: S.str,
+      lastTransitionTime: S.str,
+      reason: S.str,
+      message: S.str,
+    }),
+  ),
+  startTime: S.str,
+  completionTime: S.str,
+  active: S.int,
+  succeeded: S.int,
+  failed: S.int,
+  terminating: S.int,
+  completedIndexes: S.str,
+  failedIndexes: S.str,
+  uncountedTerminatedPods: S.obj({ succeeded: strList, failed: strList }),
+  ready: S.int,
+});
+
+const cronJobSpec = S.obj({
+  schedule: S.str,
+  timeZone: S.str,
+  startingDeadlineSeconds: S.int,
+  concurrencyPolicy: S.str,
+  suspend: S.bool,
+  jobTemplate: S.obj({ metadata: objectMeta, spec: jobSpec }),
+  successfulJobsHistoryLimit: S.int,
+  failedJobsHistoryLimit: S.int,
+});
+
+const cronJobStatus = S.obj({
+  active: S.list(objectReference),
+  lastScheduleTime: S.str,
+  lastSuccessfulTime: S.str,
+});
+
 export const schemas = {
   pod: S.obj({ ...typeMeta, spec: podSpec, status: S.obj({}, true) }),
   podTemplateSpec,
@@ -415,6 +483,8 @@ export const schemas = {
   statefulSet: S.obj({ ...typeMeta, spec: statefulSetSpec, status: S.obj({}, true) }),
   /** apps/v1 ControllerRevision: data is any object (a patch of the owner's spec). */
   controllerRevision: S.obj({ ...typeMeta, data: S.any, revision: S.int }),
+  job: S.obj({ ...typeMeta, spec: jobSpec, status: jobStatus }),
+  cronJob: S.obj({ ...typeMeta, spec: cronJobSpec, status: cronJobStatus }),
   /** autoscaling/v1 Scale, the body of the scale subresource. */
   scale: S.obj({
     ...typeMeta,
