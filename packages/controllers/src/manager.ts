@@ -15,6 +15,7 @@ import { EndpointSliceMirroringController } from './endpoints/mirroring-controll
 import { endpointSliceResource } from './endpoints/shared.js';
 import { type EventSink, noEvents } from './events.js';
 import { GarbageCollector } from './garbagecollector.js';
+import { JobController } from './job/controller.js';
 import { LoadBalancerIpamController } from './loadbalancer/controller.js';
 import { parsePool } from './loadbalancer/pool.js';
 import { NamespaceController, namespacedForCleanup } from './namespace.js';
@@ -57,6 +58,7 @@ export const GC_RESOURCES: readonly ResourceRef[] = [
   resources.deployments,
   resources.replicasets,
   resources.replicationcontrollers,
+  resources.jobs,
   resources.pods,
   resources.services,
   resources.endpoints,
@@ -178,6 +180,14 @@ export class ControllerManager {
         );
       } else
         log.warn('the apiserver serves no policy/v1 PodDisruptionBudgets; disruption controller not started');
+    }
+    if (on.has('job')) {
+      // Its informer would wait for ever on an apiserver without Jobs.
+      if (served(resources.jobs)) {
+        this.controllers.push(
+          new JobController(cluster, this.informers, { events: events('job-controller'), log }),
+        );
+      } else log.warn('the apiserver serves no batch/v1 Jobs; job controller not started');
     }
     if (on.has('service-lb-ipam') && opts.loadBalancerIPRange) {
       this.controllers.push(

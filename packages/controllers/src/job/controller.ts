@@ -409,6 +409,7 @@ export class JobController implements Controller {
       if (!hasTrackingFinalizer(current)) return;
       const next = structuredClone(current);
       next.metadata!.finalizers = current.metadata?.finalizers?.filter((f) => f !== JOB_TRACKING_FINALIZER);
+      if (next.metadata!.finalizers?.length === 0) delete next.metadata!.finalizers;
       try {
         await this.cluster.update(resources.pods, next);
         return;

@@ -95,7 +95,10 @@ export function countFinishedPods(
     if (!match.counts) continue; // Ignore: released without being counted.
     tally.uncountedFailed.add(uid);
     tally.changed = true;
-    tally.newlyFinished.push({ succeeded: false, finishedAt: podFinishTime(p, now) });
+    // Only pods that failed on their own delay their replacements: the ones the
+    // controller deleted (suspend, fewer parallel pods) say nothing about the workload.
+    if (p.status?.phase === 'Failed')
+      tally.newlyFinished.push({ succeeded: false, finishedAt: podFinishTime(p, now) });
     if (validIx !== undefined && perIndexLimit !== undefined) {
       const failures = podIndexFailureCount(p) + 1;
       if (match.action === 'FailIndex' || failures > perIndexLimit) newFailed.push(validIx);
