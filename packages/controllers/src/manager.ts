@@ -25,6 +25,7 @@ import { PodGarbageCollector } from './podgc.js';
 import { ReplicaSetController, ReplicationManager } from './replicaset.js';
 import type { ServedFilter } from './served.js';
 import { RootCAPublisher, ServiceAccountsController } from './serviceaccounts.js';
+import { TTLAfterFinishedController } from './ttlafterfinished.js';
 
 export interface ManagerOptions {
   controllers: Set<ControllerName>;
@@ -188,6 +189,9 @@ export class ControllerManager {
           new JobController(cluster, this.informers, { events: events('job-controller'), log }),
         );
       } else log.warn('the apiserver serves no batch/v1 Jobs; job controller not started');
+    }
+    if (on.has('ttl-after-finished') && served(resources.jobs)) {
+      this.controllers.push(new TTLAfterFinishedController(cluster, this.informers, { log }));
     }
     if (on.has('service-lb-ipam') && opts.loadBalancerIPRange) {
       this.controllers.push(
