@@ -32,6 +32,7 @@ export const namespacedForCleanup: readonly ResourceRef[] = [
   resources.deployments,
   resources.replicasets,
   resources.replicationcontrollers,
+  resources.jobs,
   resources.pods,
   resources.services,
   resources.endpoints,
