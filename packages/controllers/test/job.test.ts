@@ -327,7 +327,7 @@ describe('Job controller', () => {
     informers.stop();
   });
 
-  test('a finished Job lets go of its pods; a deleted Job too', async () => {
+  test('a deleted Job lets go of its pods, also when a Job of the same name replaces it', async () => {
     const { cluster, informers, run } = await setup();
     await cluster.create(res.jobs, 'default', job('gone', { completions: 1, parallelism: 1 }));
     await run();
@@ -336,6 +336,18 @@ describe('Job controller', () => {
     await run();
     const left = await cluster.get<Pod>(res.pods, 'default', p.metadata?.name ?? '');
     assert.equal(left.metadata?.finalizers, undefined);
+
+    await cluster.create(res.jobs, 'default', job('again', { completions: 1, parallelism: 1 }));
+    await run();
+    const [old] = running(cluster).filter(
+      (x) => x.metadata?.labels?.['batch.kubernetes.io/job-name'] === 'again',
+    );
+    await cluster.delete(res.jobs, 'default', 'again');
+    // Recreated before the controller sees the deletion: the old pod is not the new Job's.
+    await cluster.create(res.jobs, 'default', job('again', { completions: 1, parallelism: 1 }));
+    await run();
+    const stale = await cluster.get<Pod>(res.pods, 'default', old.metadata?.name ?? '');
+    assert.equal(stale.metadata?.finalizers, undefined);
     informers.stop();
   });
 });

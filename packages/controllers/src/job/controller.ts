@@ -201,6 +201,11 @@ export class JobController implements Controller {
       );
       return;
     }
+    // Pods of an earlier Job of the same name hold their finalizer for nobody now.
+    await this.removeFinalizers(
+      key,
+      nsPods.filter((p) => hasTrackingFinalizer(p) && this.refKey(p) === key && controllerOf(p)?.uid !== uid),
+    );
     const needsSync = this.expectations.satisfied(key);
     const pods = await this.claimPods(job, nsPods);
     await this.sync(key, job, pods, needsSync);
