@@ -46,7 +46,9 @@ async function startJobManager(): Promise<void> {
 before(async () => {
   cluster = await startWorkloadCluster({ nodes: 2, controllers: 'garbagecollector' });
   client = KubeClient.fromKubeconfig({ kubeconfig: cluster.cp.kubeconfigPath });
-  kubeconfig = await cluster.cp.kubeconfigFor('controller-manager', cluster.cp.pki.controllerManager);
+  // A file of its own: rewriting the workload cluster's controller-manager.kubeconfig
+  // could race with that controller manager reading it.
+  kubeconfig = await cluster.cp.kubeconfigFor('job-controller-manager', cluster.cp.pki.controllerManager);
   await startJobManager();
 });
 
@@ -148,7 +150,9 @@ const finished = (j: Job) => trueTypes(j).some((t) => t === 'Complete' || t === 
 /** Finishes the Job's running pods one at a time with `exitCode` until it is done; returns the most seen running. */
 async function runToEnd(name: string, exitCode = 0): Promise<number> {
   let most = 0;
-  for (let round = 0; round < 50; round++) {
+  // Long enough for a failure back-off (10 s, then 20 s) and the pods' scheduling.
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline) {
     const j = await getJob(name);
     if (finished(j)) return most;
     const pods = await jobPods(name);

@@ -13,7 +13,7 @@
 // Expectations keep it from creating or deleting twice on a cache that has not
 // seen its own writes, and its own status writes are read back through a
 // mutation cache.
-import { isConflict, isNotFound, type Job, type JobStatus, type Pod } from '@kubit/api';
+import { isNotFound, type Job, type JobStatus, type Pod } from '@kubit/api';
 import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from '../cluster.js';
@@ -22,41 +22,33 @@ import { type EventSink, noEvents } from '../events.js';
 import { Expectations } from '../expectations.js';
 import { compileSelector } from '../labels.js';
 import { MutationCache } from '../mutation-cache.js';
-import { controllerOf, isoNow, isPodReady, ownerRefFor, timeOf } from '../objects.js';
+import { controllerOf, isoNow, isPodReady } from '../objects.js';
 import { podsToDelete } from '../pod-ranking.js';
 import type { OwnerReference } from '../types.js';
 import { type BackoffRecord, NO_BACKOFF, nextBackoffRecord, remainingBackoffMs } from './backoff.js';
 import {
   findCondition,
   isJobFinished,
-  MESSAGE_BACKOFF_LIMIT_EXCEEDED,
   MESSAGE_COMPLETIONS_REACHED,
-  MESSAGE_DEADLINE_EXCEEDED,
-  MESSAGE_FAILED_INDEXES,
-  MESSAGE_MAX_FAILED_INDEXES_EXCEEDED,
-  REASON_BACKOFF_LIMIT_EXCEEDED,
   REASON_COMPLETIONS_REACHED,
-  REASON_DEADLINE_EXCEEDED,
-  REASON_FAILED_INDEXES,
-  REASON_MAX_FAILED_INDEXES_EXCEEDED,
   type Verdict,
   withCondition,
 } from './conditions.js';
-import { firstPendingIndexes, formatIndexes, podIndex, podIndexFailureCount } from './indexes.js';
+import { firstPendingIndexes, formatIndexes, podIndex } from './indexes.js';
+import { JobPodControl } from './pod-control.js';
+import { hasTrackingFinalizer, isIndexed, isPodTerminal, jobSelector, podForJob } from './pods.js';
 import {
-  hasTrackingFinalizer,
-  isIndexed,
-  isPodTerminal,
-  JOB_TRACKING_FINALIZER,
-  jobSelector,
-  podForJob,
-} from './pods.js';
+  canonical,
+  deadlineRemainingMs,
+  failureVerdict,
+  indexFailures,
+  moveCounted,
+  succeededEnough,
+} from './status.js';
 import { countFinishedPods, type Tally } from './tracking.js';
 
 /** At most this many creates or deletes per sync (Kubernetes' burstReplicas for Jobs). */
 export const JOB_BURST = 500;
-/** The backoffLimit when the Job does not say (the apiserver defaults it to this too). */
-export const DEFAULT_BACKOFF_LIMIT = 6;
 /** The manager Kubernetes' own Job controller answers to (spec.managedBy). */
 export const JOB_CONTROLLER_MANAGER = 'kubernetes.io/job-controller';
 
@@ -73,8 +65,6 @@ export class JobController implements Controller {
   readonly name = 'job';
   readonly queue = new RateLimitingQueue<string>();
   readonly expectations: Expectations;
-  /** Per Job key: uids of pods whose finalizer it removed but whose update it has not yet seen. */
-  private readonly finalizerRemovals = new Map<string, Set<string>>();
   private readonly backoff = new Map<string, BackoffRecord>();
   private readonly jobWrites: MutationCache<Job>;
   private readonly jobInformer: Informer<Job>;
@@ -82,6 +72,7 @@ export class JobController implements Controller {
   private readonly now: () => number;
   private readonly burst: number;
   private readonly events: EventSink;
+  private readonly podControl: JobPodControl;
 
   constructor(
     private readonly cluster: Cluster,
@@ -92,6 +83,7 @@ export class JobController implements Controller {
     this.burst = opts.burst ?? JOB_BURST;
     this.events = opts.events ?? noEvents;
     this.expectations = new Expectations(this.now);
+    this.podControl = new JobPodControl(cluster, this.events, this.expectations);
     this.jobWrites = new MutationCache<Job>(this.now);
     this.jobInformer = informers.forResource<Job>(resources.jobs);
     this.podInformer = informers.forResource<Pod>(resources.pods);
@@ -151,7 +143,7 @@ export class JobController implements Controller {
     if (key) {
       if (p.metadata?.deletionTimestamp && !old.metadata?.deletionTimestamp)
         this.expectations.deletionObserved(key, keyOf(p));
-      if (!hasTrackingFinalizer(p)) this.finalizerRemovals.get(key)?.delete(p.metadata?.uid ?? '');
+      if (!hasTrackingFinalizer(p)) this.podControl.removalObserved(key, p.metadata?.uid ?? '');
       this.queue.add(key);
     }
     const oldRef = controllerOf(old);
@@ -167,7 +159,7 @@ export class JobController implements Controller {
     const key = this.refKey(p);
     if (!key) return;
     this.expectations.deletionObserved(key, keyOf(p));
-    this.finalizerRemovals.get(key)?.delete(p.metadata?.uid ?? '');
+    this.podControl.removalObserved(key, p.metadata?.uid ?? '');
     this.queue.add(key);
   }
 
@@ -179,10 +171,10 @@ export class JobController implements Controller {
     const nsPods = this.podInformer.store.listInNamespace(namespace ?? '');
     if (!cached) {
       this.expectations.delete(key);
-      this.finalizerRemovals.delete(key);
+      this.podControl.forget(key);
       this.backoff.delete(key);
       // Pods of a deleted Job must not keep their finalizer for ever.
-      await this.removeFinalizers(
+      await this.podControl.removeFinalizers(
         key,
         nsPods.filter((p) => hasTrackingFinalizer(p) && this.refKey(p) === `${namespace}/${name}`),
       );
@@ -195,19 +187,19 @@ export class JobController implements Controller {
     const uid = job.metadata?.uid;
     if (isJobFinished(job) || job.metadata?.deletionTimestamp) {
       // Nothing more to count: let the pods go (the garbage collector or the TTL controller deletes them).
-      await this.removeFinalizers(
+      await this.podControl.removeFinalizers(
         key,
         nsPods.filter((p) => hasTrackingFinalizer(p) && controllerOf(p)?.uid === uid),
       );
       return;
     }
     // Pods of an earlier Job of the same name hold their finalizer for nobody now.
-    await this.removeFinalizers(
+    await this.podControl.removeFinalizers(
       key,
       nsPods.filter((p) => hasTrackingFinalizer(p) && this.refKey(p) === key && controllerOf(p)?.uid !== uid),
     );
     const needsSync = this.expectations.satisfied(key);
-    const pods = await this.claimPods(job, nsPods);
+    const pods = await this.podControl.claimPods(job, nsPods);
     await this.sync(key, job, pods, needsSync);
   }
 
@@ -216,7 +208,7 @@ export class JobController implements Controller {
     const spec = job.spec!;
     const suspended = spec.suspend === true;
     let status: JobStatus = structuredClone(job.status ?? {});
-    const pending = this.finalizerRemovals.get(key) ?? new Set<string>();
+    const pending = this.podControl.pendingRemovals(key);
 
     // 1. Count finished pods, flushing them into the status before their finalizers go.
     const ending =
@@ -241,11 +233,10 @@ export class JobController implements Controller {
       target?.status === 'True' ? { reason: target.reason ?? '', message: target.message ?? '' } : undefined;
     let success: Verdict | undefined =
       met?.status === 'True' ? { reason: met.reason ?? '', message: met.message ?? '' } : undefined;
-    const deadlineMs = this.deadlineRemainingMs(job, status, now);
+    const deadlineMs = deadlineRemainingMs(job, status, now);
     if (!failure && !success) {
-      failure =
-        tally.failJob ?? this.failureVerdict(job, failed, deadlineMs, completedIdx, failedIdx, active);
-      if (!failure && this.succeededEnough(job, succeeded, completedIdx, active)) {
+      failure = tally.failJob ?? failureVerdict(job, failed, deadlineMs, completedIdx, failedIdx, active);
+      if (!failure && succeededEnough(job, succeeded, completedIdx, active)) {
         success = { reason: REASON_COMPLETIONS_REACHED, message: MESSAGE_COMPLETIONS_REACHED };
       }
       if (failure)
@@ -266,9 +257,9 @@ export class JobController implements Controller {
     let manageError: unknown;
     let requeueMs: number | undefined;
     if (failure || success) {
-      if (active.length > 0) deleted = await this.deletePods(key, job, active);
+      if (active.length > 0) deleted = await this.podControl.deletePods(key, job, active);
     } else if (suspended) {
-      if (active.length > 0) deleted = await this.deletePods(key, job, active);
+      if (active.length > 0) deleted = await this.podControl.deletePods(key, job, active);
       if (findCondition(job, 'Suspended')?.status !== 'True') {
         conditions = withCondition(conditions, 'Suspended', 'True', 'JobSuspended', 'Job suspended', now);
         this.events.event(job, 'Normal', 'Suspended', 'Job suspended');
@@ -318,50 +309,6 @@ export class JobController implements Controller {
     if (manageError !== undefined) throw manageError;
   }
 
-  /** FailureTarget's reason, if the Job has failed: a pod failure policy, too many failures, its deadline, its indexes. */
-  private failureVerdict(
-    job: Job,
-    failed: number,
-    deadlineMs: number | undefined,
-    completedIdx: readonly number[],
-    failedIdx: readonly number[],
-    active: readonly Pod[],
-  ): Verdict | undefined {
-    const spec = job.spec!;
-    if (spec.backoffLimitPerIndex === undefined && failed > (spec.backoffLimit ?? DEFAULT_BACKOFF_LIMIT))
-      return { reason: REASON_BACKOFF_LIMIT_EXCEEDED, message: MESSAGE_BACKOFF_LIMIT_EXCEEDED };
-    if (deadlineMs !== undefined && deadlineMs <= 0)
-      return { reason: REASON_DEADLINE_EXCEEDED, message: MESSAGE_DEADLINE_EXCEEDED };
-    if (isIndexed(job) && spec.backoffLimitPerIndex !== undefined) {
-      if (spec.maxFailedIndexes !== undefined && failedIdx.length > spec.maxFailedIndexes)
-        return { reason: REASON_MAX_FAILED_INDEXES_EXCEEDED, message: MESSAGE_MAX_FAILED_INDEXES_EXCEEDED };
-      const resolved = completedIdx.length + failedIdx.length;
-      if (failedIdx.length > 0 && resolved >= (spec.completions ?? 1) && active.length === 0)
-        return { reason: REASON_FAILED_INDEXES, message: MESSAGE_FAILED_INDEXES };
-    }
-    return undefined;
-  }
-
-  private succeededEnough(
-    job: Job,
-    succeeded: number,
-    completedIdx: readonly number[],
-    active: readonly Pod[],
-  ): boolean {
-    const completions = job.spec?.completions;
-    if (isIndexed(job)) return completedIdx.length >= (completions ?? 1);
-    // Without completions (a work queue), one success ends the Job once the rest have stopped.
-    if (completions === undefined || completions === null) return succeeded > 0 && active.length === 0;
-    return succeeded >= completions;
-  }
-
-  /** Milliseconds until activeDeadlineSeconds passes (≤ 0: passed); undefined without one or while suspended. */
-  private deadlineRemainingMs(job: Job, status: JobStatus, now: number): number | undefined {
-    const seconds = job.spec?.activeDeadlineSeconds;
-    if (seconds === undefined || job.spec?.suspend === true || !status.startTime) return undefined;
-    return timeOf(status.startTime) + seconds * 1000 - now;
-  }
-
   /**
    * Writes newly finished pods to the status, removes their finalizers, then
    * moves every uid whose pod no longer holds a finalizer from
@@ -385,51 +332,8 @@ export class JobController implements Controller {
     if (tally.toRelease.length === 0) return moveCounted(next, tally.stillHeld, indexed);
     // Recorded before any finalizer goes, so a crash after it loses nothing.
     if (tally.changed) next = await this.writeStatus(job, next);
-    await this.removeFinalizers(key, tally.toRelease);
+    await this.podControl.removeFinalizers(key, tally.toRelease);
     return moveCounted(next, tally.stillHeld, indexed);
-  }
-
-  private async removeFinalizers(key: string, pods: readonly Pod[]): Promise<void> {
-    if (pods.length === 0) return;
-    let set = this.finalizerRemovals.get(key);
-    if (!set) {
-      set = new Set();
-      this.finalizerRemovals.set(key, set);
-    }
-    const removals = set;
-    const results = await Promise.allSettled(
-      pods.map(async (p) => {
-        await this.removeFinalizer(p);
-        removals.add(p.metadata?.uid ?? '');
-      }),
-    );
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw failed.reason;
-  }
-
-  /** Removes the tracking finalizer from one pod (a gone pod has none). */
-  private async removeFinalizer(p: Pod): Promise<void> {
-    let current = p;
-    for (let attempt = 0; ; attempt++) {
-      if (!hasTrackingFinalizer(current)) return;
-      const next = structuredClone(current);
-      next.metadata!.finalizers = current.metadata?.finalizers?.filter((f) => f !== JOB_TRACKING_FINALIZER);
-      if (next.metadata!.finalizers?.length === 0) delete next.metadata!.finalizers;
-      try {
-        await this.cluster.update(resources.pods, next);
-        return;
-      } catch (err) {
-        if (isNotFound(err)) return;
-        if (!isConflict(err) || attempt >= 3) throw err;
-      }
-      try {
-        current = await this.cluster.get<Pod>(resources.pods, p.metadata?.namespace, p.metadata?.name ?? '');
-      } catch (err) {
-        if (isNotFound(err)) return;
-        throw err;
-      }
-      if (current.metadata?.uid !== p.metadata?.uid) return;
-    }
   }
 
   /** Creates or deletes pods so `parallelism` of them run (at most what is left to do). */
@@ -472,7 +376,7 @@ export class JobController implements Controller {
     want = Math.max(0, want);
     if (keep.length > want) extra = [...extra, ...podsToDelete(keep, keep.length - want)];
     if (extra.length > 0) {
-      deleted.push(...(await this.deletePods(key, job, extra.slice(0, this.burst))));
+      deleted.push(...(await this.podControl.deletePods(key, job, extra.slice(0, this.burst))));
       return { deleted };
     }
     const missing = Math.min(want - keep.length, this.burst);
@@ -485,134 +389,8 @@ export class JobController implements Controller {
       for (const ix of firstPendingIndexes(completions ?? 1, missing, taken))
         templates.push(podForJob(job, ix, indexFailures(pods, ix)));
     } else for (let i = 0; i < missing; i++) templates.push(podForJob(job));
-    await this.createPods(key, job, templates);
+    await this.podControl.createPods(key, job, templates);
     return { deleted };
-  }
-
-  /** Creates pods in batches of 1, 2, 4, ... so a bad template fails once, not `parallelism` times. */
-  private async createPods(key: string, job: Job, templates: Pod[]): Promise<void> {
-    this.expectations.expectCreations(key, templates.length);
-    let next = 0;
-    let batch = 1;
-    while (next < templates.length) {
-      const chunk = templates.slice(next, next + batch);
-      next += chunk.length;
-      const results = await Promise.allSettled(
-        chunk.map((t) => this.cluster.create(resources.pods, job.metadata?.namespace, t)),
-      );
-      const failures: PromiseRejectedResult[] = [];
-      for (const r of results) {
-        if (r.status === 'fulfilled')
-          this.events.event(job, 'Normal', 'SuccessfulCreate', `Created pod: ${r.value.metadata?.name}`);
-        else {
-          failures.push(r);
-          this.events.event(job, 'Warning', 'FailedCreate', `Error creating: ${(r.reason as Error).message}`);
-        }
-      }
-      if (failures.length > 0) {
-        this.expectations.lowerCreations(key, failures.length + templates.length - next);
-        throw failures[0].reason;
-      }
-      batch *= 2;
-    }
-  }
-
-  /** Deletes pods (guarded on their uid); returns those deleted. */
-  private async deletePods(key: string, job: Job, victims: Pod[]): Promise<Pod[]> {
-    this.expectations.expectDeletions(
-      key,
-      victims.map((p) => keyOf(p)),
-    );
-    const results = await Promise.allSettled(
-      victims.map((p) =>
-        this.cluster.delete(resources.pods, p.metadata?.namespace, p.metadata?.name ?? '', {
-          preconditions: { uid: p.metadata?.uid },
-        }),
-      ),
-    );
-    const deleted: Pod[] = [];
-    let firstError: unknown;
-    results.forEach((r, i) => {
-      const p = victims[i];
-      if (r.status === 'fulfilled') {
-        deleted.push(p);
-        this.events.event(job, 'Normal', 'SuccessfulDelete', `Deleted pod: ${p.metadata?.name}`);
-        return;
-      }
-      this.expectations.deletionObserved(key, keyOf(p));
-      if (isNotFound(r.reason)) return;
-      this.events.event(job, 'Warning', 'FailedDelete', `Error deleting: ${(r.reason as Error).message}`);
-      firstError ??= r.reason;
-    });
-    if (firstError !== undefined) throw firstError;
-    return deleted;
-  }
-
-  // ---- pods: claim, adopt, release ----
-
-  private async claimPods(job: Job, pods: readonly Pod[]): Promise<Pod[]> {
-    const matches = compileSelector(jobSelector(job));
-    const uid = job.metadata?.uid;
-    const owned: Pod[] = [];
-    let mayAdopt: boolean | undefined;
-    for (const p of pods) {
-      const ref = controllerOf(p);
-      if (ref) {
-        if (ref.uid !== uid) continue;
-        if (matches(p.metadata?.labels)) owned.push(p);
-        else await this.release(job, p);
-        continue;
-      }
-      if (p.metadata?.deletionTimestamp || !matches(p.metadata?.labels)) continue;
-      mayAdopt ??= await this.stillCurrent(job);
-      if (!mayAdopt) continue;
-      const adopted = await this.adopt(job, p);
-      if (adopted) owned.push(adopted);
-    }
-    return owned;
-  }
-
-  /** Before adopting, the apiserver must confirm the Job exists and is not being deleted. */
-  private async stillCurrent(job: Job): Promise<boolean> {
-    try {
-      const fresh = await this.cluster.get<Job>(
-        resources.jobs,
-        job.metadata?.namespace,
-        job.metadata?.name ?? '',
-      );
-      return fresh.metadata?.uid === job.metadata?.uid && !fresh.metadata?.deletionTimestamp;
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw err;
-    }
-  }
-
-  private async adopt(job: Job, p: Pod): Promise<Pod | undefined> {
-    const next = structuredClone(p);
-    next.metadata!.ownerReferences = [
-      ...(p.metadata?.ownerReferences ?? []),
-      ownerRefFor(job, 'Job', 'batch/v1'),
-    ];
-    try {
-      return await this.cluster.update(resources.pods, next);
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  /** A pod that stopped matching is no longer the Job's: it loses the owner reference and the finalizer. */
-  private async release(job: Job, p: Pod): Promise<void> {
-    const next = structuredClone(p);
-    next.metadata!.ownerReferences = p.metadata?.ownerReferences?.filter((r) => r.uid !== job.metadata?.uid);
-    if (next.metadata!.ownerReferences?.length === 0) delete next.metadata!.ownerReferences;
-    next.metadata!.finalizers = p.metadata?.finalizers?.filter((f) => f !== JOB_TRACKING_FINALIZER);
-    if (next.metadata!.finalizers?.length === 0) delete next.metadata!.finalizers;
-    try {
-      await this.cluster.update(resources.pods, next);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
   }
 
   // ---- the Job's status ----
@@ -639,63 +417,4 @@ export class JobController implements Controller {
       throw err;
     }
   }
-}
-
-/**
- * Moves uids whose pods have let go of their finalizer (or are gone) from
- * uncountedTerminatedPods into succeeded/failed. An Indexed Job's succeeded is
- * its count of completed indexes, kept apart.
- */
-function moveCounted(status: JobStatus, stillHeld: ReadonlySet<string>, indexed: boolean): JobStatus {
-  const s = status.uncountedTerminatedPods?.succeeded ?? [];
-  const f = status.uncountedTerminatedPods?.failed ?? [];
-  const keepS = s.filter((u) => stillHeld.has(u));
-  const keepF = f.filter((u) => stillHeld.has(u));
-  return {
-    ...status,
-    succeeded: indexed ? status.succeeded : (status.succeeded ?? 0) + s.length - keepS.length,
-    failed: (status.failed ?? 0) + f.length - keepF.length,
-    uncountedTerminatedPods: { succeeded: keepS, failed: keepF },
-  };
-}
-
-/** The most earlier pods of an index failed, from the failure counts its failed pods carry. */
-function indexFailures(pods: readonly Pod[], ix: number): number {
-  let n = 0;
-  for (const p of pods) {
-    if (p.status?.phase === 'Failed' && podIndex(p) === ix) n = Math.max(n, podIndexFailureCount(p) + 1);
-  }
-  return n;
-}
-
-/** The status as a canonical string: key order and omitted zeros never make a write. */
-function canonical(s: JobStatus | undefined): string {
-  return JSON.stringify(sortKeys(normalize(s)));
-}
-
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v === null || typeof v !== 'object') return v;
-  return Object.fromEntries(
-    Object.entries(v as Record<string, unknown>)
-      .filter(([, x]) => x !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([k, x]) => [k, sortKeys(x)]),
-  );
-}
-
-function normalize(s: JobStatus | undefined) {
-  return {
-    ...s,
-    active: s?.active ?? 0,
-    ready: s?.ready ?? 0,
-    terminating: s?.terminating ?? 0,
-    succeeded: s?.succeeded ?? 0,
-    failed: s?.failed ?? 0,
-    uncountedTerminatedPods: {
-      succeeded: s?.uncountedTerminatedPods?.succeeded ?? [],
-      failed: s?.uncountedTerminatedPods?.failed ?? [],
-    },
-    conditions: s?.conditions ?? [],
-  };
 }
