@@ -327,6 +327,56 @@ describe('Job controller', () => {
     informers.stop();
   });
 
+  test('successPolicy: the Job succeeds when its rule is met, and its other pods are stopped', async () => {
+    const { cluster, informers, run } = await setup();
+    await cluster.create(
+      res.jobs,
+      'default',
+      job('leader', {
+        completions: 3,
+        parallelism: 3,
+        completionMode: 'Indexed',
+        successPolicy: { rules: [{ succeededIndexes: '0' }] },
+      }),
+    );
+    await run();
+    const leader = running(cluster).find(
+      (p) => p.metadata?.annotations?.[COMPLETION_INDEX_ANNOTATION] === '0',
+    );
+    await finish(cluster, leader!, 0);
+    await run();
+    const j = await getJob(cluster, 'leader');
+    assert.deepEqual(types(j), ['SuccessCriteriaMet', 'Complete']);
+    assert.equal(j.status?.conditions?.at(-1)?.reason, 'SuccessPolicy');
+    assert.equal(j.status?.conditions?.at(-1)?.message, 'Matched rules at index 0');
+    assert.equal(j.status?.completedIndexes, '0');
+    assert.equal(running(cluster).length, 0);
+    informers.stop();
+  });
+
+  test('podReplacementPolicy Failed: a terminating pod is replaced only once it has failed', async () => {
+    const { clock, cluster, informers, jc, run } = await setup();
+    await cluster.create(res.jobs, 'default', job('patient', { podReplacementPolicy: 'Failed' }));
+    await run();
+    const [p] = running(cluster);
+    await cluster.delete(res.pods, 'default', p.metadata?.name ?? '');
+    await run();
+    let j = await getJob(cluster, 'patient');
+    assert.equal(running(cluster).length, 0, 'no replacement while it terminates');
+    assert.equal(j.status?.terminating, 1);
+    const terminating = await cluster.get<Pod>(res.pods, 'default', p.metadata?.name ?? '');
+    await finish(cluster, terminating, 137);
+    await run();
+    j = await getJob(cluster, 'patient');
+    assert.equal(j.status?.failed, 1);
+    // Replaced after the failure's back-off.
+    clock.now += 10_001;
+    await jc.reconcile('default/patient');
+    await run();
+    assert.equal(running(cluster).length, 1);
+    informers.stop();
+  });
+
   test('a deleted Job lets go of its pods, also when a Job of the same name replaces it', async () => {
     const { cluster, informers, run } = await setup();
     await cluster.create(res.jobs, 'default', job('gone', { completions: 1, parallelism: 1 }));

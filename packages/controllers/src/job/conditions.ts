@@ -13,6 +13,7 @@ export const REASON_DEADLINE_EXCEEDED = 'DeadlineExceeded';
 export const REASON_POD_FAILURE_POLICY = 'PodFailurePolicy';
 export const REASON_FAILED_INDEXES = 'FailedIndexes';
 export const REASON_MAX_FAILED_INDEXES_EXCEEDED = 'MaxFailedIndexesExceeded';
+export const REASON_SUCCESS_POLICY = 'SuccessPolicy';
 
 export const MESSAGE_COMPLETIONS_REACHED = 'Reached expected number of succeeded pods';
 export const MESSAGE_BACKOFF_LIMIT_EXCEEDED = 'Job has reached the specified backoff limit';

@@ -26,24 +26,24 @@ import { controllerOf, isoNow, isPodReady } from '../objects.js';
 import { podsToDelete } from '../pod-ranking.js';
 import type { OwnerReference } from '../types.js';
 import { type BackoffRecord, NO_BACKOFF, nextBackoffRecord, remainingBackoffMs } from './backoff.js';
-import {
-  findCondition,
-  isJobFinished,
-  MESSAGE_COMPLETIONS_REACHED,
-  REASON_COMPLETIONS_REACHED,
-  type Verdict,
-  withCondition,
-} from './conditions.js';
+import { findCondition, isJobFinished, type Verdict, withCondition } from './conditions.js';
 import { firstPendingIndexes, formatIndexes, podIndex } from './indexes.js';
 import { JobPodControl } from './pod-control.js';
-import { hasTrackingFinalizer, isIndexed, isPodTerminal, jobSelector, podForJob } from './pods.js';
+import {
+  hasTrackingFinalizer,
+  isIndexed,
+  isPodTerminal,
+  jobSelector,
+  onlyReplaceFailedPods,
+  podForJob,
+} from './pods.js';
 import {
   canonical,
   deadlineRemainingMs,
   failureVerdict,
   indexFailures,
   moveCounted,
-  succeededEnough,
+  successVerdict,
 } from './status.js';
 import { countFinishedPods, type Tally } from './tracking.js';
 
@@ -236,9 +236,7 @@ export class JobController implements Controller {
     const deadlineMs = deadlineRemainingMs(job, status, now);
     if (!failure && !success) {
       failure = tally.failJob ?? failureVerdict(job, failed, deadlineMs, completedIdx, failedIdx, active);
-      if (!failure && succeededEnough(job, succeeded, completedIdx, active)) {
-        success = { reason: REASON_COMPLETIONS_REACHED, message: MESSAGE_COMPLETIONS_REACHED };
-      }
+      if (!failure) success = successVerdict(job, succeeded, completedIdx, active);
       if (failure)
         conditions = withCondition(conditions, 'FailureTarget', 'True', failure.reason, failure.message, now);
       else if (success)
@@ -379,13 +377,22 @@ export class JobController implements Controller {
       deleted.push(...(await this.podControl.deletePods(key, job, extra.slice(0, this.burst))));
       return { deleted };
     }
-    const missing = Math.min(want - keep.length, this.burst);
+    // With podReplacementPolicy Failed (a podFailurePolicy implies it) a pod
+    // being deleted still holds its place until it has really ended.
+    const terminating = onlyReplaceFailedPods(job)
+      ? pods.filter((p) => !isPodTerminal(p) && p.metadata?.deletionTimestamp)
+      : [];
+    const missing = Math.min(want - keep.length - terminating.length, this.burst);
     if (missing <= 0) return { deleted };
     const wait = remainingBackoffMs(this.backoff.get(key) ?? NO_BACKOFF, now);
     if (wait > 0) return { deleted, requeueMs: wait };
     const templates: Pod[] = [];
     if (isIndexed(job)) {
-      const taken = new Set([...completedIdx, ...failedIdx, ...keep.map((p) => podIndex(p) ?? -1)]);
+      const taken = new Set([
+        ...completedIdx,
+        ...failedIdx,
+        ...[...keep, ...terminating].map((p) => podIndex(p) ?? -1),
+      ]);
       for (const ix of firstPendingIndexes(completions ?? 1, missing, taken))
         templates.push(podForJob(job, ix, indexFailures(pods, ix)));
     } else for (let i = 0; i < missing; i++) templates.push(podForJob(job));

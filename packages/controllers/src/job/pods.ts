@@ -24,16 +24,24 @@ export function isIndexed(job: Job): boolean {
 }
 
 /**
+ * Whether only pods that reached the Failed phase are replaced (and counted):
+ * podReplacementPolicy Failed, which a podFailurePolicy implies, since the
+ * policy needs each pod's final state.
+ */
+export function onlyReplaceFailedPods(job: Job): boolean {
+  return job.spec?.podReplacementPolicy === 'Failed' || job.spec?.podFailurePolicy !== undefined;
+}
+
+/**
  * How a pod ended, for counting: Succeeded and Failed phases; a pod being
  * deleted before it succeeded counts as failed (it will never get the chance),
- * unless the Job has a podFailurePolicy, which needs the pod's final state
- * (Kubernetes' isPodFailed). Undefined while it runs.
+ * unless only Failed pods count (Kubernetes' isPodFailed). Undefined while it runs.
  */
 export function podOutcome(p: Pod, job: Job): 'Succeeded' | 'Failed' | undefined {
   const phase = p.status?.phase;
   if (phase === 'Succeeded') return 'Succeeded';
   if (phase === 'Failed') return 'Failed';
-  if (p.metadata?.deletionTimestamp && !job.spec?.podFailurePolicy) return 'Failed';
+  if (p.metadata?.deletionTimestamp && !onlyReplaceFailedPods(job)) return 'Failed';
   return undefined;
 }
 

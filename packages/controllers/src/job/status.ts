@@ -6,16 +6,19 @@ import type { Job, JobStatus, Pod } from '@kubit/api';
 import { timeOf } from '../objects.js';
 import {
   MESSAGE_BACKOFF_LIMIT_EXCEEDED,
+  MESSAGE_COMPLETIONS_REACHED,
   MESSAGE_DEADLINE_EXCEEDED,
   MESSAGE_FAILED_INDEXES,
   MESSAGE_MAX_FAILED_INDEXES_EXCEEDED,
   REASON_BACKOFF_LIMIT_EXCEEDED,
+  REASON_COMPLETIONS_REACHED,
   REASON_DEADLINE_EXCEEDED,
   REASON_FAILED_INDEXES,
   REASON_MAX_FAILED_INDEXES_EXCEEDED,
+  REASON_SUCCESS_POLICY,
   type Verdict,
 } from './conditions.js';
-import { podIndex, podIndexFailureCount } from './indexes.js';
+import { parseIndexes, podIndex, podIndexFailureCount } from './indexes.js';
 import { isIndexed } from './pods.js';
 
 /** The backoffLimit when the Job does not say (the apiserver defaults it to this too). */
@@ -45,17 +48,43 @@ export function failureVerdict(
   return undefined;
 }
 
-export function succeededEnough(
+export function successVerdict(
   job: Job,
   succeeded: number,
   completedIdx: readonly number[],
   active: readonly Pod[],
-): boolean {
+): Verdict | undefined {
   const completions = job.spec?.completions;
-  if (isIndexed(job)) return completedIdx.length >= (completions ?? 1);
+  const reached = { reason: REASON_COMPLETIONS_REACHED, message: MESSAGE_COMPLETIONS_REACHED };
+  if (isIndexed(job)) {
+    const rule = matchSuccessPolicy(job, completedIdx);
+    if (rule !== undefined)
+      return { reason: REASON_SUCCESS_POLICY, message: `Matched rules at index ${rule}` };
+    return completedIdx.length >= (completions ?? 1) ? reached : undefined;
+  }
   // Without completions (a work queue), one success ends the Job once the rest have stopped.
-  if (completions === undefined || completions === null) return succeeded > 0 && active.length === 0;
-  return succeeded >= completions;
+  if (completions === undefined || completions === null)
+    return succeeded > 0 && active.length === 0 ? reached : undefined;
+  return succeeded >= completions ? reached : undefined;
+}
+
+/**
+ * The index of the first successPolicy rule an Indexed Job meets: all of its
+ * succeededIndexes done, or succeededCount of them (of all indexes when it
+ * names none).
+ */
+export function matchSuccessPolicy(job: Job, completedIdx: readonly number[]): number | undefined {
+  const completions = job.spec?.completions ?? 1;
+  const done = new Set(completedIdx);
+  for (const [i, rule] of (job.spec?.successPolicy?.rules ?? []).entries()) {
+    const among =
+      rule.succeededIndexes === undefined ? undefined : parseIndexes(rule.succeededIndexes, completions);
+    const have = among === undefined ? done.size : among.filter((x) => done.has(x)).length;
+    if (rule.succeededCount !== undefined && rule.succeededCount !== null) {
+      if (have >= rule.succeededCount) return i;
+    } else if (among !== undefined && among.length > 0 && have === among.length) return i;
+  }
+  return undefined;
 }
 
 /** Milliseconds until activeDeadlineSeconds passes (≤ 0: passed); undefined without one or while suspended. */
