@@ -117,6 +117,33 @@ describe('Job controller', () => {
     informers.stop();
   });
 
+  test('a slow watch never makes it create or delete twice (expectations)', async () => {
+    const { cluster, informers, jc, events } = await setup();
+    await cluster.create(res.jobs, 'default', job('slow', { completions: 6, parallelism: 3 }));
+    await new Promise((r) => setImmediate(r));
+    cluster.holdWatches();
+    await jc.reconcile('default/slow'); // creates 3; their ADDED events are held
+    await jc.reconcile('default/slow'); // the cache still shows none: must not create again
+    assert.equal(cluster.writesOf('create', 'pods').length, 3);
+    cluster.releaseWatches();
+    await settle([jc]);
+    assert.equal(cluster.writesOf('create', 'pods').length, 3);
+    // Fewer in parallel: one pod goes, once.
+    const j = await getJob(cluster, 'slow');
+    await cluster.update(res.jobs, { ...j, spec: { ...j.spec!, parallelism: 2 } });
+    await new Promise((r) => setImmediate(r));
+    cluster.holdWatches();
+    await jc.reconcile('default/slow');
+    await jc.reconcile('default/slow');
+    assert.equal(cluster.writesOf('delete', 'pods').length, 1);
+    cluster.releaseWatches();
+    await settle([jc]);
+    assert.equal(cluster.writesOf('delete', 'pods').length, 1);
+    assert.equal(events.reasons().filter((r) => r === 'SuccessfulDelete').length, 1);
+    assert.equal(running(cluster).length, 2);
+    informers.stop();
+  });
+
   test('every pod carries the tracking finalizer until it is counted', async () => {
     const { cluster, informers, run } = await setup();
     await cluster.create(res.jobs, 'default', job('t', { completions: 2, parallelism: 2 }));

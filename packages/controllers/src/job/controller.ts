@@ -219,7 +219,9 @@ export class JobController implements Controller {
     status = await this.flush(key, job, status, tally);
 
     // 2. Where the Job stands.
-    const active = pods.filter(isActive);
+    // Pods it has deleted but whose deletion the cache has yet to show are as good as gone.
+    const leaving = pods.filter((p) => isActive(p) && this.expectations.deletionPending(key, keyOf(p)));
+    const active = pods.filter((p) => isActive(p) && !leaving.includes(p));
     const succeeded = status.succeeded ?? 0;
     const failed = (status.failed ?? 0) + (status.uncountedTerminatedPods?.failed?.length ?? 0);
     const completedIdx = tally.completedIndexes;
@@ -287,7 +289,9 @@ export class JobController implements Controller {
     status.active = staying.length;
     status.ready = staying.filter(isPodReady).length;
     status.terminating =
-      pods.filter((p) => !isPodTerminal(p) && p.metadata?.deletionTimestamp).length + gone.size;
+      pods.filter((p) => !isPodTerminal(p) && p.metadata?.deletionTimestamp).length +
+      leaving.length +
+      gone.size;
     const uncountedLeft =
       (status.uncountedTerminatedPods?.succeeded?.length ?? 0) +
       (status.uncountedTerminatedPods?.failed?.length ?? 0);
