@@ -6,6 +6,7 @@
 // nodes never end a pod, so the tests write the end a kubelet would report
 // (pods/status Succeeded or Failed with a terminated container), as
 // Kubernetes' own Job integration tests do.
+// The last test lets the hollow nodes end the pods (kubit.dev/hollow-exit-code).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Job, Pod, PodCondition } from '@kubit/api';
@@ -298,4 +299,18 @@ test('ttlSecondsAfterFinished deletes the finished Job and its pods', async () =
     }
   });
   await until('its pod deleted', async () => (await jobPods('ttl')).length === 0);
+});
+
+test('pods annotated to exit on hollow nodes run a Job to completion on their own', async () => {
+  const j = newJob('selfrun', { completions: 4, parallelism: 2 });
+  j.spec!.template.metadata = {
+    annotations: { 'kubit.dev/hollow-exit-code': '0', 'kubit.dev/hollow-run-ms': '200' },
+  };
+  await client.create(resources.jobs, w(j), { namespace: NS });
+  const done = await until('Complete', async () => {
+    const x = await getJob('selfrun');
+    return trueTypes(x).includes('Complete') && x;
+  });
+  assert.equal(done.status?.succeeded, 4);
+  assert.equal((await jobPods('selfrun')).length, 4);
 });
