@@ -3,10 +3,10 @@
 // garbage collector, kubit-scheduler, kubit-hollow nodes whose pods become
 // Running) and a second kubit-controller-manager running `job` and
 // `ttl-after-finished`, which the restart test stops and starts again. Hollow
-// nodes never end a pod, so the tests write the end a kubelet would report
+// nodes end a pod only when its annotations ask (kubit.dev/hollow-exit-code,
+// the last test), so the other tests write the end a kubelet would report
 // (pods/status Succeeded or Failed with a terminated container), as
 // Kubernetes' own Job integration tests do.
-// The last test lets the hollow nodes end the pods (kubit.dev/hollow-exit-code).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Job, Pod, PodCondition } from '@kubit/api';
