@@ -207,6 +207,25 @@ describe('Job controller', () => {
     informers.stop();
   });
 
+  test('a restarted controller keeps waiting out the back-off', async () => {
+    const { clock, cluster, informers, run } = await setup();
+    await cluster.create(res.jobs, 'default', job('patient', { backoffLimit: 3 }));
+    await run();
+    await finish(cluster, running(cluster)[0], 1);
+    await run();
+    informers.stop();
+    clock.now += 1000;
+    const informers2 = newFactory(cluster);
+    const jc2 = new JobController(cluster, informers2, { now: cluster.now });
+    await startInformers(informers2);
+    await settle([jc2]);
+    assert.equal(running(cluster).length, 0, 'still in the 10 s back-off');
+    clock.now += 9001;
+    await jc2.reconcile('default/patient');
+    assert.equal(running(cluster).length, 1);
+    informers2.stop();
+  });
+
   test('activeDeadlineSeconds: running pods are deleted and the Job fails with DeadlineExceeded', async () => {
     const { clock, cluster, informers, jc, run } = await setup();
     await cluster.create(

@@ -25,7 +25,7 @@ import { MutationCache } from '../mutation-cache.js';
 import { controllerOf, isoNow, isPodReady } from '../objects.js';
 import { podsToDelete } from '../pod-ranking.js';
 import type { OwnerReference } from '../types.js';
-import { type BackoffRecord, NO_BACKOFF, nextBackoffRecord, remainingBackoffMs } from './backoff.js';
+import { remainingBackoffMs } from './backoff.js';
 import { findCondition, isJobFinished, type Verdict, withCondition } from './conditions.js';
 import { firstPendingIndexes, formatIndexes, podIndex } from './indexes.js';
 import { JobPodControl } from './pod-control.js';
@@ -45,7 +45,7 @@ import {
   moveCounted,
   successVerdict,
 } from './status.js';
-import { countFinishedPods, type Tally } from './tracking.js';
+import { backoffFromPods, countFinishedPods, type Tally } from './tracking.js';
 
 /** At most this many creates or deletes per sync (Kubernetes' burstReplicas for Jobs). */
 export const JOB_BURST = 500;
@@ -65,7 +65,6 @@ export class JobController implements Controller {
   readonly name = 'job';
   readonly queue = new RateLimitingQueue<string>();
   readonly expectations: Expectations;
-  private readonly backoff = new Map<string, BackoffRecord>();
   private readonly jobWrites: MutationCache<Job>;
   private readonly jobInformer: Informer<Job>;
   private readonly podInformer: Informer<Pod>;
@@ -172,7 +171,6 @@ export class JobController implements Controller {
     if (!cached) {
       this.expectations.delete(key);
       this.podControl.forget(key);
-      this.backoff.delete(key);
       // Pods of a deleted Job must not keep their finalizer for ever.
       await this.podControl.removeFinalizers(
         key,
@@ -214,8 +212,7 @@ export class JobController implements Controller {
     const ending =
       findCondition(job, 'FailureTarget')?.status === 'True' ||
       findCondition(job, 'SuccessCriteriaMet')?.status === 'True';
-    const tally: Tally = countFinishedPods(job, pods, pending, ending, now);
-    this.backoff.set(key, nextBackoffRecord(this.backoff.get(key) ?? NO_BACKOFF, tally.newlyFinished));
+    const tally: Tally = countFinishedPods(job, pods, pending, ending);
     status = await this.flush(key, job, status, tally);
 
     // 2. Where the Job stands.
@@ -388,7 +385,7 @@ export class JobController implements Controller {
       : [];
     const missing = Math.min(want - keep.length - terminating.length, this.burst);
     if (missing <= 0) return { deleted };
-    const wait = remainingBackoffMs(this.backoff.get(key) ?? NO_BACKOFF, now);
+    const wait = remainingBackoffMs(backoffFromPods(job, pods, now), now);
     if (wait > 0) return { deleted, requeueMs: wait };
     const templates: Pod[] = [];
     if (isIndexed(job)) {
