@@ -5,7 +5,7 @@
 // whose pod no longer holds the finalizer (or is gone) moves into the counters.
 // After a restart the status says what was being counted, and pods without the
 // finalizer were counted already.
-import type { Job, JobSpec, Pod } from '@kubit/api';
+import type { Job, Pod } from '@kubit/api';
 import { type BackoffRecord, type FinishedPod, NO_BACKOFF, nextBackoffRecord } from './backoff.js';
 import { REASON_POD_FAILURE_POLICY, type Verdict } from './conditions.js';
 import { type FailurePolicyMatch, matchPodFailurePolicy } from './failure-policy.js';
@@ -13,7 +13,6 @@ import { parseIndexes, podIndex, podIndexFailureCount, unionIndexes } from './in
 import { hasTrackingFinalizer, isIndexed, podFinishTime, podOutcome } from './pods.js';
 
 export interface Tally {
-  spec: JobSpec | undefined;
   /** Uids counted but not yet in succeeded/failed, including the ones found now. */
   uncountedSucceeded: Set<string>;
   uncountedFailed: Set<string>;
@@ -46,7 +45,6 @@ export function countFinishedPods(
   const perIndexLimit = spec?.backoffLimitPerIndex;
   const uncounted = job.status?.uncountedTerminatedPods;
   const tally: Tally = {
-    spec,
     uncountedSucceeded: new Set(uncounted?.succeeded ?? []),
     uncountedFailed: new Set(uncounted?.failed ?? []),
     completedIndexes: indexed ? parseIndexes(job.status?.completedIndexes, completions) : [],
