@@ -32,7 +32,6 @@ export const namespacedForCleanup: readonly ResourceRef[] = [
   resources.deployments,
   resources.replicasets,
   resources.replicationcontrollers,
-  resources.jobs,
   resources.pods,
   resources.services,
   resources.endpoints,
@@ -42,6 +41,8 @@ export const namespacedForCleanup: readonly ResourceRef[] = [
   resources.leases,
   resources.events,
   pdbResource,
+  resources.jobs,
+  resources.cronjobs,
 ];
 
 export class NamespaceController implements Controller {

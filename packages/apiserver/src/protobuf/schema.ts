@@ -54,6 +54,8 @@ const KINDS: Record<string, string> = {
   'discovery.k8s.io/v1/EndpointSlice': 'k8s.io.api.discovery.v1.EndpointSlice',
   'apps/v1/Deployment': 'k8s.io.api.apps.v1.Deployment',
   'apps/v1/ReplicaSet': 'k8s.io.api.apps.v1.ReplicaSet',
+  'batch/v1/Job': 'k8s.io.api.batch.v1.Job',
+  'batch/v1/CronJob': 'k8s.io.api.batch.v1.CronJob',
   'rbac.authorization.k8s.io/v1/Role': 'k8s.io.api.rbac.v1.Role',
   'rbac.authorization.k8s.io/v1/ClusterRole': 'k8s.io.api.rbac.v1.ClusterRole',
   'rbac.authorization.k8s.io/v1/RoleBinding': 'k8s.io.api.rbac.v1.RoleBinding',
