@@ -336,6 +336,30 @@ describe('Job controller', () => {
     informers.stop();
   });
 
+  test('backoffLimitPerIndex: a failed index waits out its own back-off, the others go on', async () => {
+    const { clock, cluster, informers, jc, run } = await setup();
+    await cluster.create(
+      res.jobs,
+      'default',
+      job('own', { completions: 3, parallelism: 2, completionMode: 'Indexed', backoffLimitPerIndex: 2 }),
+    );
+    await run();
+    const index = (p: Pod) => p.metadata?.annotations?.[COMPLETION_INDEX_ANNOTATION];
+    const indexes = () => running(cluster).map(index).sort();
+    assert.deepEqual(indexes(), ['0', '1']);
+    await finish(cluster, running(cluster).find((p) => index(p) === '1')!, 1);
+    await run();
+    assert.deepEqual(indexes(), ['0', '2'], 'index 2 takes the free place at once');
+    await finish(cluster, running(cluster).find((p) => index(p) === '0')!, 0);
+    await run();
+    assert.deepEqual(indexes(), ['2'], 'index 1 still in its back-off');
+    clock.now += 10_001;
+    await jc.reconcile('default/own');
+    await run();
+    assert.deepEqual(indexes(), ['1', '2']);
+    informers.stop();
+  });
+
   test('podFailurePolicy: Ignore does not count, FailJob fails the Job', async () => {
     const { cluster, informers, run } = await setup();
     await cluster.create(

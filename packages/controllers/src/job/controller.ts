@@ -385,20 +385,33 @@ export class JobController implements Controller {
       : [];
     const missing = Math.min(want - keep.length - terminating.length, this.burst);
     if (missing <= 0) return { deleted };
-    const wait = remainingBackoffMs(backoffFromPods(job, pods, now), now);
-    if (wait > 0) return { deleted, requeueMs: wait };
     const templates: Pod[] = [];
+    let requeueMs: number | undefined;
     if (isIndexed(job)) {
       const taken = new Set([
         ...completedIdx,
         ...failedIdx,
         ...[...keep, ...terminating].map((p) => podIndex(p) ?? -1),
       ]);
-      for (const ix of firstPendingIndexes(completions ?? 1, missing, taken))
-        templates.push(podForJob(job, ix, indexFailures(pods, ix)));
-    } else for (let i = 0; i < missing; i++) templates.push(podForJob(job));
+      const perIndex = spec.backoffLimitPerIndex !== undefined;
+      // With backoffLimitPerIndex each index waits out its own failures; otherwise the Job's.
+      const jobWait = perIndex ? 0 : remainingBackoffMs(backoffFromPods(job, pods, now), now);
+      if (jobWait > 0) return { deleted, requeueMs: jobWait };
+      for (const ix of firstPendingIndexes(completions ?? 1, completions ?? 1, taken)) {
+        if (templates.length >= missing) break;
+        const ofIndex = pods.filter((p) => podIndex(p) === ix);
+        const wait = perIndex ? remainingBackoffMs(backoffFromPods(job, ofIndex, now), now) : 0;
+        if (wait > 0) requeueMs = Math.min(requeueMs ?? wait, wait);
+        else templates.push(podForJob(job, ix, indexFailures(ofIndex, ix)));
+      }
+    } else {
+      const wait = remainingBackoffMs(backoffFromPods(job, pods, now), now);
+      if (wait > 0) return { deleted, requeueMs: wait };
+      for (let i = 0; i < missing; i++) templates.push(podForJob(job));
+    }
+    if (templates.length === 0) return { deleted, requeueMs };
     await this.podControl.createPods(key, job, templates);
-    return { deleted };
+    return { deleted, requeueMs };
   }
 
   // ---- the Job's status ----
