@@ -124,3 +124,21 @@ test('ControllerRevision: data is mandatory and immutable', () => {
     /data: field is immutable/,
   );
 });
+
+test('StatefulSet: containers mount the volumes of its claim templates; an unknown mount is still Not found', () => {
+  const withMount = (mount: string) => {
+    const t = structuredClone(template) as { spec: { containers: Record<string, unknown>[] } };
+    t.spec.containers[0].volumeMounts = [{ name: mount, mountPath: '/data' }];
+    return sts({
+      template: t,
+      volumeClaimTemplates: [
+        {
+          metadata: { name: 'data' },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+        },
+      ],
+    });
+  };
+  assert.deepEqual(errors(withMount('data')), []);
+  assert.deepEqual(errors(withMount('other')), ['spec.template.spec.containers[0].volumeMounts[0].name: ']);
+});

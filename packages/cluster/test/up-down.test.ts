@@ -723,6 +723,213 @@ ${nodeSelector ? `  nodeSelector:\n    kubernetes.io/hostname: ${nodeSelector}\n
     },
   );
 
+  step(
+    'workloads on real nodes: Jobs complete, fail at backoffLimit after a back-off and see their index; a DaemonSet runs on each node; a StatefulSet keeps names, claims and data',
+    async () => {
+      const job = (name: string, spec: string, command: string) => `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: ${name}
+spec:
+${spec}  template:
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: c
+        image: busybox:latest
+        command: ["sh", "-c", "${command}"]
+`;
+      await kubectl(
+        ['apply', '-f', '-'],
+        [
+          job('ok', '  completions: 3\n  parallelism: 2\n', 'echo done'),
+          job('bad', '  backoffLimit: 1\n', 'exit 3'),
+          job(
+            'indexed',
+            '  completions: 2\n  parallelism: 2\n  completionMode: Indexed\n',
+            'echo index=$JOB_COMPLETION_INDEX',
+          ),
+        ].join('---\n'),
+      );
+      await kubectl(['wait', '--for=condition=complete', 'job/ok', 'job/indexed', '--timeout=180s']);
+      assert.equal((await kubectl(['get', 'job', 'ok', '-o', 'jsonpath={.status.succeeded}'])).trim(), '3');
+      const logs = await kubectl([
+        'get',
+        'pods',
+        '-l',
+        'job-name=indexed',
+        '-o',
+        'jsonpath={range .items[*]}{.metadata.annotations.batch\\.kubernetes\\.io/job-completion-index} {.metadata.name}{"\\n"}{end}',
+      ]);
+      for (const line of logs.trim().split('\n')) {
+        const [index, pod] = line.split(' ');
+        assert.equal((await kubectl(['logs', pod])).trim(), `index=${index}`);
+      }
+      await kubectl(['wait', '--for=condition=failed', 'job/bad', '--timeout=180s']);
+      const failed = await kubectl([
+        'get',
+        'job',
+        'bad',
+        '-o',
+        'jsonpath={.status.failed} {.status.conditions[?(@.type=="Failed")].reason}',
+      ]);
+      assert.equal(failed.trim(), '2 BackoffLimitExceeded');
+      // The retry waited out the back-off (10 s after the first failure) before it was created.
+      const starts = (
+        await kubectl([
+          'get',
+          'pods',
+          '-l',
+          'job-name=bad',
+          '-o',
+          'jsonpath={.items[*].metadata.creationTimestamp}',
+        ])
+      )
+        .trim()
+        .split(' ')
+        .map((t) => Date.parse(t))
+        .sort();
+      assert.equal(starts.length, 2);
+      assert.ok(
+        starts[1] - starts[0] >= 9_000,
+        `the retry came ${starts[1] - starts[0]} ms after the first pod`,
+      );
+      await kubectl(['delete', 'jobs', 'ok', 'bad', 'indexed', '--wait=true']);
+
+      // One daemon pod on each node.
+      await kubectl(
+        ['apply', '-f', '-'],
+        `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels: {app: agent}
+  template:
+    metadata:
+      labels: {app: agent}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: c
+        image: busybox:latest
+        command: ["sleep", "3600"]
+`,
+      );
+      await kubectl(['rollout', 'status', 'daemonset/agent', '--timeout=180s']);
+      const daemons = await kubectl([
+        'get',
+        'pods',
+        '-l',
+        'app=agent',
+        '-o',
+        'jsonpath={.items[*].spec.nodeName}',
+      ]);
+      assert.deepEqual(daemons.trim().split(' ').sort(), ['node-1', 'node-2']);
+      await kubectl(['delete', 'daemonset', 'agent', '--wait=true']);
+
+      // A StatefulSet: web-0 then web-1, each with its own disk; web-1 comes back as web-1 with its data.
+      await kubectl(
+        ['apply', '-f', '-'],
+        `apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  clusterIP: None
+  selector: {app: web-sts}
+  ports:
+  - port: 80
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: web
+spec:
+  serviceName: web
+  replicas: 2
+  selector:
+    matchLabels: {app: web-sts}
+  template:
+    metadata:
+      labels: {app: web-sts}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: c
+        image: busybox:latest
+        command: ["sh", "-c", "hostname >> /data/boots; sleep 3600"]
+        volumeMounts:
+        - {name: data, mountPath: /data}
+  volumeClaimTemplates:
+  - metadata:
+      name: data
+    spec:
+      storageClassName: kubit-disk
+      accessModes: [ReadWriteOnce]
+      resources:
+        requests:
+          storage: 32Mi
+`,
+      );
+      await kubectl(['rollout', 'status', 'statefulset/web', '--timeout=240s']);
+      const created = await kubectl([
+        'get',
+        'pods',
+        '-l',
+        'app=web-sts',
+        '-o',
+        'jsonpath={range .items[*]}{.metadata.name} {.metadata.creationTimestamp}{"\\n"}{end}',
+      ]);
+      const byName = Object.fromEntries(
+        created
+          .trim()
+          .split('\n')
+          .map((l) => l.split(' ')),
+      );
+      assert.ok(Date.parse(byName['web-0']) <= Date.parse(byName['web-1']), 'web-0 came first');
+      const uid1 = (await kubectl(['get', 'pvc', 'data-web-1', '-o', 'jsonpath={.metadata.uid}'])).trim();
+      await kubectl(['delete', 'pod', 'web-1', '--wait=true']);
+      await kubectl(['rollout', 'status', 'statefulset/web', '--timeout=240s']);
+      await waitFor(
+        'web-1 to run again',
+        async () => ((await podFields('web-1', '{.status.phase}'))[0] === 'Running' ? true : undefined),
+        180_000,
+      );
+      assert.equal(
+        (await kubectl(['get', 'pvc', 'data-web-1', '-o', 'jsonpath={.metadata.uid}'])).trim(),
+        uid1,
+      );
+      await waitFor(
+        'web-1 to have booted twice on its disk',
+        async () =>
+          (await kubectl(['exec', 'web-1', '--', 'cat', '/data/boots'])).trim() === 'web-1\nweb-1'
+            ? true
+            : undefined,
+        30_000,
+      );
+      // Each pod has its name in cluster DNS through the headless Service.
+      const lookup = await waitFor(
+        'web-0.web to resolve from web-1',
+        async () => {
+          try {
+            return await kubectl(['exec', 'web-1', '--', 'nslookup', 'web-0.web']);
+          } catch {
+            return undefined;
+          }
+        },
+        60_000,
+      );
+      const web0 = (await podFields('web-0', '{.status.podIP}'))[0];
+      assert.ok(lookup.includes(web0), `web-0.web resolves to ${web0}:\n${lookup}`);
+      await kubectl(['delete', 'statefulset', 'web', '--wait=true']);
+      await kubectl(['delete', 'service', 'web']);
+      await kubectl(['delete', 'pvc', 'data-web-0', 'data-web-1', '--wait=true']);
+    },
+  );
+
   step('down then up resumes the same cluster with its pod', async (t) => {
     const firstDown = await launch(['down', '--state-dir', stateDir], 120_000);
     assert.equal(firstDown.code, 0, `down failed:\n${firstDown.out}`);

@@ -6,12 +6,12 @@
 // n1, bound to it; deleting the claim releases the volume, whose directory and object
 // the node removes (reclaim Delete).
 import assert from 'node:assert/strict';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { isNotFound, type PersistentVolume, type PersistentVolumeClaim } from '@kubit/api';
+import { type Event, isNotFound, type PersistentVolume, type PersistentVolumeClaim } from '@kubit/api';
 import { KubeClient, resources } from '@kubit/client';
 import { createLogger } from '@kubit/daemon';
 import {
@@ -191,4 +191,56 @@ test('a kubit-disk claim that grows: its disk file grows on n1 and the claim rep
     Boolean,
   );
   assert.equal(existsSync(file), false);
+});
+
+test('a claim cloned from a local-path claim on n1 starts with its data; a clone of a missing claim fails with the reason', async () => {
+  const claimOn = (name: string, extra: Partial<NonNullable<PersistentVolumeClaim['spec']>> = {}) =>
+    admin.create<PersistentVolumeClaim>(
+      resources.persistentvolumeclaims,
+      {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name, annotations: { 'volume.kubernetes.io/selected-node': 'n1' } },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '16Mi' } }, ...extra },
+      },
+      { namespace: 'default' },
+    );
+  await claimOn('original');
+  const original = await until(
+    'the original Bound',
+    () => getClaim('original'),
+    (c) => c.status?.phase === 'Bound',
+  );
+  const srcPV = await admin.get<PersistentVolume>(
+    resources.persistentvolumes,
+    original.spec?.volumeName ?? '',
+  );
+  writeFileSync(join(srcPV.spec?.local?.path ?? '', 'note'), 'from the original');
+
+  await claimOn('copy', { dataSource: { kind: 'PersistentVolumeClaim', name: 'original' } });
+  const copy = await until(
+    'the copy Bound',
+    () => getClaim('copy'),
+    (c) => c.status?.phase === 'Bound',
+  );
+  const copyPV = await admin.get<PersistentVolume>(resources.persistentvolumes, copy.spec?.volumeName ?? '');
+  assert.notEqual(copyPV.spec?.local?.path, srcPV.spec?.local?.path);
+  assert.equal(readFileSync(join(copyPV.spec?.local?.path ?? '', 'note'), 'utf8'), 'from the original');
+
+  await claimOn('orphan', { dataSource: { kind: 'PersistentVolumeClaim', name: 'nothing-here' } });
+  const events = await until(
+    'a ProvisioningFailed event on the orphan',
+    async () =>
+      (await admin.list<Event>(resources.events, { namespace: 'default' })).items.filter(
+        (e) => e.involvedObject?.name === 'orphan' && e.reason === 'ProvisioningFailed',
+      ),
+    (e) => e.length > 0,
+  );
+  assert.match(
+    events[0]?.message ?? '',
+    /error getting handle for DataSource Type PersistentVolumeClaim by Name nothing-here: persistentvolumeclaim "nothing-here" not found/,
+  );
+  assert.equal((await getClaim('orphan')).status?.phase, 'Pending');
+  for (const name of ['original', 'copy', 'orphan'])
+    await admin.delete(resources.persistentvolumeclaims, name, { namespace: 'default' });
 });

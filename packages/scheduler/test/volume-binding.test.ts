@@ -267,6 +267,29 @@ describe('VolumeBinding', () => {
     assert.equal(assumed, 0, 'the assumed pod is forgotten');
   });
 
+  it('places a pod whose claim clones another on the node of the source’s volume', () => {
+    const { s, volumes } = setup();
+    volumes.classes.set('local-path', wffc('local-path', 'kubit.io/local-path'));
+    volumes.pvs.set('pv-src', {
+      ...volumeOn('pv-src', 'n3', {
+        storageClassName: 'local-path',
+        claimRef: { namespace: 'default', name: 'src', uid: 'uid-claim-src' },
+      }),
+      status: { phase: 'Bound' },
+    });
+    volumes.claims.set('default/src', boundTo(claim('src', { storageClassName: 'local-path' }), 'pv-src'));
+    volumes.claims.set(
+      'default/copy',
+      claim('copy', {
+        storageClassName: 'local-path',
+        dataSource: { kind: 'PersistentVolumeClaim', name: 'src' },
+      }),
+    );
+    s.onPodAdd(withClaim('p', 'copy'));
+    s.drainActive();
+    assert.deepEqual(volumes.selected, ['copy@n3']);
+  });
+
   it('waits for the ephemeral volume controller to create an ephemeral claim', () => {
     const { s, message } = setup();
     s.onPodAdd(

@@ -31,7 +31,15 @@ function validateWorkloadCommon(spec: Obj, kind: 'DaemonSet' | 'StatefulSet', er
     'spec.revisionHistoryLimit',
     errs,
   );
-  validateSelectorAndTemplate(spec, errs, kind.toLowerCase());
+  // A StatefulSet's pods also get a volume per claim template, which their containers mount.
+  const claimNames = Array.isArray(own(spec, 'volumeClaimTemplates'))
+    ? (own(spec, 'volumeClaimTemplates') as unknown[])
+        .map((t) =>
+          isObj(t) && isObj(own(t, 'metadata')) ? own(own(t, 'metadata') as Obj, 'name') : undefined,
+        )
+        .filter((n): n is string => typeof n === 'string')
+    : [];
+  validateSelectorAndTemplate(spec, errs, kind.toLowerCase(), claimNames);
   const template = own(spec, 'template');
   const podSpec = isObj(template) ? own(template, 'spec') : undefined;
   const deadline = isObj(podSpec) ? own(podSpec, 'activeDeadlineSeconds') : undefined;

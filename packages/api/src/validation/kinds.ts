@@ -401,7 +401,12 @@ export function validateIntOrPercent(
   return undefined;
 }
 
-export function validateSelectorAndTemplate(spec: Obj, errs: FieldError[], kind = 'deployment'): void {
+export function validateSelectorAndTemplate(
+  spec: Obj,
+  errs: FieldError[],
+  kind = 'deployment',
+  extraVolumes: readonly string[] = [],
+): void {
   const selectorV = own(spec, 'selector');
   let selector: ReturnType<typeof labelSelectorAsSelector> | undefined;
   if (selectorV === undefined || selectorV === null) {
@@ -442,7 +447,10 @@ export function validateSelectorAndTemplate(spec: Obj, errs: FieldError[], kind 
       ),
     );
   }
-  validatePodSpec(own(template, 'spec'), 'spec.template.spec', errs, { allowedRestartPolicies: ['Always'] });
+  validatePodSpec(own(template, 'spec'), 'spec.template.spec', errs, {
+    allowedRestartPolicies: ['Always'],
+    extraVolumes,
+  });
 }
 
 export function validateReplicaSet(rs: Obj, errs: FieldError[]): void {

@@ -79,6 +79,8 @@ const STANDARD_CONTAINER_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
 export interface PodSpecOptions {
   /** Templates of controllers allow only restartPolicy Always. */
   allowedRestartPolicies?: readonly string[];
+  /** Volume names the pods will have besides spec.volumes (a StatefulSet's volumeClaimTemplates). */
+  extraVolumes?: readonly string[];
 }
 
 interface SpecContext {
@@ -559,6 +561,7 @@ export function validatePodSpec(
   }
   const ctx: SpecContext = { errs, volumes: new Set(), hostPorts: new Set() };
   validateVolumes(own(spec, 'volumes'), `${path}.volumes`, ctx);
+  for (const name of opts.extraVolumes ?? []) ctx.volumes.add(name);
 
   const containerNames = new Set<string>();
   const eachContainer = (field: 'containers' | 'initContainers', init: boolean) => {

@@ -4,7 +4,7 @@
 // finds the devices an earlier one attached.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, open, stat, truncate } from 'node:fs/promises';
+import { mkdir, open, rename, stat, truncate } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { loopDevicesOf } from '@kubit/cri/host-mounts';
@@ -26,6 +26,20 @@ export async function createBackingFile(file: string, bytes: number): Promise<vo
   const fd = await open(file, 'wx');
   await fd.close();
   await truncate(file, bytes);
+}
+
+/**
+ * A new disk with the content of `source` (a clone): the file copied sparse, then grown to
+ * `bytes` when larger (its filesystem grows when it is first mounted). A source in use is
+ * copied as it is on disk, as a crash would leave it: ext4's journal makes that consistent.
+ */
+export async function cloneDisk(source: string, file: string, bytes: number): Promise<void> {
+  if (existsSync(file)) return; // made by an earlier attempt
+  await mkdir(dirname(file), { recursive: true });
+  const partial = `${file}.partial`;
+  await tool('cp', ['--sparse=always', source, partial]);
+  if ((await fileSize(partial)) < bytes) await truncate(partial, bytes);
+  await rename(partial, file);
 }
 
 export async function fileSize(file: string): Promise<number> {

@@ -1,7 +1,11 @@
 // Where the node-local volumes live: the kubelet's storage dir (--local-storage-dir)
 // holds a directory per local-path volume and a backing file per kubit-disk volume.
+import { execFile } from 'node:child_process';
 import { mkdir, rm, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
 
 export class LocalStorage {
   constructor(readonly dir: string) {}
@@ -31,5 +35,15 @@ export class LocalStorage {
     await mkdir(this.dir, { recursive: true });
     const s = await statfs(this.dir);
     return s.bavail * s.bsize;
+  }
+}
+
+/** A clone of a local-path volume: everything in `source` copied into `target`, owners, modes and times kept. */
+export async function copyTree(source: string, target: string): Promise<void> {
+  try {
+    await run('cp', ['-a', '--reflink=auto', `${source}/.`, `${target}/`]);
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error(`copying ${source}: ${(e.stderr ?? '').trim() || e.message}`);
   }
 }

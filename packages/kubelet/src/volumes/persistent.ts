@@ -6,7 +6,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { DISK_BACKING_FILE_ATTRIBUTE, DISK_CSI_DRIVER } from '@kubit/api';
+import { BIND_COMPLETED_ANNOTATION, DISK_BACKING_FILE_ATTRIBUTE, DISK_CSI_DRIVER } from '@kubit/api';
 import { loopDevicesOf } from '@kubit/cri/host-mounts';
 import type { PersistentVolume, Pod, Volume } from 'kubernetes-types/core/v1.js';
 import type { ObjectSource } from '../pods/sinks.js';
@@ -29,7 +29,11 @@ async function volumeOfClaim(
 ): Promise<PersistentVolume> {
   const claim = await objects.persistentVolumeClaim(ns, claimName);
   if (!claim) throw new PersistentMountError(`persistentvolumeclaim "${claimName}" not found`);
-  if (claim.status?.phase !== 'Bound' || !claim.spec?.volumeName)
+  // Bound, or as good as: the binder has named the volume and marked the bind complete (its
+  // status write follows), which is when the scheduler lets the pod go.
+  const bound =
+    claim.status?.phase === 'Bound' || claim.metadata?.annotations?.[BIND_COMPLETED_ANNOTATION] !== undefined;
+  if (!bound || !claim.spec?.volumeName)
     throw new PersistentMountError(`error processing PVC ${ns}/${claimName}: PVC is not bound`);
   const pv = await objects.persistentVolume(claim.spec.volumeName);
   if (!pv) throw new PersistentMountError(`persistentvolume "${claim.spec.volumeName}" not found`);

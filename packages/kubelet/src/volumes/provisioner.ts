@@ -12,16 +12,19 @@ import {
   isNotFound,
   LOCAL_PATH_PROVISIONER,
   NODE_LOCAL_PROVISIONERS,
+  PROVISIONED_BY_ANNOTATION,
   PROVISIONER_FINALIZER,
   SELECTED_NODE_ANNOTATION,
+  toNumber,
 } from '@kubit/api';
 import { EventRecorder, Informer, type KubeClient, resources } from '@kubit/client';
 import { loopDevicesOf, readMountTable } from '@kubit/cri/host-mounts';
 import type { Logger } from '@kubit/daemon';
 import type { PersistentVolume, PersistentVolumeClaim } from 'kubernetes-types/core/v1.js';
 import type { StorageClass } from 'kubernetes-types/storage/v1.js';
-import { createBackingFile, detach, grow } from './disk.js';
+import { cloneDisk, createBackingFile, detach, grow } from './disk.js';
 import type { LocalStorage } from './local-path.js';
+import { copyTree } from './local-path.js';
 import {
   diskToGrow,
   FILESYSTEM_RESIZE_PENDING,
@@ -29,10 +32,13 @@ import {
   requestedBytes,
   toDelete,
   volumeFor,
+  volumeNode,
 } from './provisioned-volume.js';
 
 /** How often free space is published (the scheduler reads it for WaitForFirstConsumer claims). */
 const CAPACITY_REFRESH_MS = 30_000;
+/** How soon a volume whose data could not be removed yet (still mounted) is tried again. */
+const DELETE_RETRY_MS = 3_000;
 
 export class NodeVolumeProvisioner {
   private readonly claims: Informer<PersistentVolumeClaim>;
@@ -136,7 +142,7 @@ export class NodeVolumeProvisioner {
   }
 
   private volume(pv: PersistentVolume): void {
-    if (toDelete(pv, this.nodeName)) this.once(`pv/${pv.metadata?.name}`, () => this.delete(pv));
+    if (toDelete(pv, this.nodeName)) this.once(`pv/${pv.metadata?.name}`, () => this.deleteOrRetry(pv));
     // The claim may have been seen before its volume was: look at it again.
     const ref = pv.spec?.claimRef;
     const claim = ref?.name ? this.claims.store.get(ref.name, ref.namespace) : undefined;
@@ -199,14 +205,30 @@ export class NodeVolumeProvisioner {
       );
       return;
     }
+    let source: PersistentVolume | undefined;
+    try {
+      source = await this.cloneSource(claim, provisioner, bytes);
+    } catch (err) {
+      this.event(
+        claim,
+        'Warning',
+        'ProvisioningFailed',
+        `failed to provision volume with StorageClass "${className}": ${(err as Error).message}`,
+      );
+      return;
+    }
     try {
       if (provisioner === DISK_PROVISIONER) {
+        const file = this.storage.diskFile(name);
+        if (source) await cloneDisk(this.storage.diskFile(source.metadata?.name ?? ''), file, bytes);
         // The disk is formatted when first mounted (or left raw for a Block volume).
-        await createBackingFile(this.storage.diskFile(name), bytes).catch((err: NodeJS.ErrnoException) => {
-          if (err.code !== 'EEXIST') throw err; // made by an earlier attempt
-        });
+        else
+          await createBackingFile(file, bytes).catch((err: NodeJS.ErrnoException) => {
+            if (err.code !== 'EEXIST') throw err; // made by an earlier attempt
+          });
       } else {
-        await this.storage.makePathDir(name);
+        const dir = await this.storage.makePathDir(name);
+        if (source) await copyTree(this.storage.pathDir(source.metadata?.name ?? ''), dir);
       }
       await this.client.create(resources.persistentvolumes, pv).catch((err) => {
         if ((err as { code?: number }).code !== 409) throw err;
@@ -221,6 +243,60 @@ export class NodeVolumeProvisioner {
       throw err;
     }
     this.event(claim, 'Normal', 'ProvisioningSucceeded', `Successfully provisioned volume ${name}`);
+  }
+
+  /**
+   * The volume a claim is to be a clone of (spec.dataSourceRef / dataSource naming a
+   * PersistentVolumeClaim), or undefined for an empty volume. Throws, with the reason
+   * the claim's event gives, when the source cannot be cloned here: another kind of
+   * source, a claim that is missing or unbound, another class, another node (the
+   * scheduler places clones on their source's node), or a smaller request.
+   */
+  private async cloneSource(
+    claim: PersistentVolumeClaim,
+    provisioner: string,
+    bytes: number,
+  ): Promise<PersistentVolume | undefined> {
+    const ds = claim.spec?.dataSourceRef ?? claim.spec?.dataSource;
+    if (!ds) return undefined;
+    const what = `error getting handle for DataSource Type ${ds.kind} by Name ${ds.name}`;
+    if (ds.kind !== 'PersistentVolumeClaim' || (ds.apiGroup ?? '') !== '')
+      throw new Error(`${what}: the data source is not supported (Kubit clones PersistentVolumeClaims)`);
+    const ns = claim.metadata?.namespace ?? 'default';
+    const src = this.claims.store.get(ds.name, ns);
+    if (!src) throw new Error(`${what}: persistentvolumeclaim "${ds.name}" not found`);
+    if (src.status?.phase !== 'Bound' || !src.spec?.volumeName)
+      throw new Error(`${what}: the source claim is not bound`);
+    if ((src.spec.storageClassName ?? '') !== (claim.spec?.storageClassName ?? ''))
+      throw new Error(`${what}: the source claim's storage class is not the claim's`);
+    const pv = this.volumes.store.get(src.spec.volumeName);
+    if (!pv || pv.metadata?.annotations?.[PROVISIONED_BY_ANNOTATION] !== provisioner)
+      throw new Error(`${what}: the source volume was not made by ${provisioner}`);
+    if (volumeNode(pv) !== this.nodeName)
+      throw new Error(`${what}: the source volume is on node "${volumeNode(pv)}", not "${this.nodeName}"`);
+    const have = toNumber(pv.spec?.capacity?.storage ?? '0');
+    if (bytes < have)
+      throw new Error(
+        `${what}: requested volume size ${bytes} is less than the size ${have} for the source volume ${pv.metadata?.name}`,
+      );
+    return pv;
+  }
+
+  /**
+   * delete(), tried again a little later when it fails (a volume still mounted by a pod
+   * on its way out, say): no event may ever come to start it again.
+   */
+  private async deleteOrRetry(pv: PersistentVolume): Promise<void> {
+    try {
+      await this.delete(pv);
+    } catch (err) {
+      const retry = setTimeout(() => {
+        const latest = this.volumes.store.get(pv.metadata?.name ?? '');
+        if (latest) this.volume(latest);
+      }, DELETE_RETRY_MS);
+      retry.unref();
+      throw err;
+    }
   }
 
   /** Removes a Released volume's data, then its finalizer, then the volume. */

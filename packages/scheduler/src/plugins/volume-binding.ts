@@ -29,6 +29,7 @@ import {
   nodeHasCapacity,
   podClaims,
   requestedBytes,
+  type VolumeAccess,
   volumeFitsNode,
 } from '../volumes.js';
 
@@ -151,7 +152,11 @@ export class VolumeBinding implements PreFilterPlugin, FilterPlugin, PreBindPlug
         decision.push({ claim, volume: pv });
         continue;
       }
-      if (sc.provisioner === NO_PROVISIONER || !classAllowsNode(sc, node)) {
+      if (
+        sc.provisioner === NO_PROVISIONER ||
+        !classAllowsNode(sc, node) ||
+        !cloneReachable(claim, node, access)
+      ) {
         reasons.add(errReasonBindConflict);
         continue;
       }
@@ -201,4 +206,17 @@ export class VolumeBinding implements PreFilterPlugin, FilterPlugin, PreBindPlug
 
 function ownedBy(claim: PersistentVolumeClaim, uid: string | undefined): boolean {
   return (claim.metadata?.ownerReferences ?? []).some((r) => r.controller === true && r.uid === uid);
+}
+
+/**
+ * A claim cloned from another claim (dataSourceRef / dataSource) is made where its
+ * source's volume is: node-local provisioners copy on the node, so only the source's
+ * node can provision it. A source not bound yet decides nothing.
+ */
+function cloneReachable(claim: PersistentVolumeClaim, node: NodeInfo, access: VolumeAccess): boolean {
+  const ds = claim.spec?.dataSourceRef ?? claim.spec?.dataSource;
+  if (ds?.kind !== 'PersistentVolumeClaim' || (ds.apiGroup ?? '') !== '') return true;
+  const source = access.claim(claim.metadata?.namespace ?? 'default', ds.name);
+  const pv = source?.spec?.volumeName ? access.volume(source.spec.volumeName) : undefined;
+  return !pv || volumeFitsNode(pv, node);
 }
