@@ -41,6 +41,8 @@ export const namespacedForCleanup: readonly ResourceRef[] = [
   resources.leases,
   resources.events,
   pdbResource,
+  resources.persistentvolumeclaims,
+  resources.csistoragecapacities,
 ];
 
 export class NamespaceController implements Controller {
