@@ -18,6 +18,8 @@ export interface DdScriptOptions {
   mib: number;
   /** dd's flag that makes the data reach the device: conv=fsync or oflag=direct. */
   flag: string;
+  /** What the container does after: sleeps by default, to be read and then deleted. */
+  finally?: string;
 }
 
 /** The line that marks the script's end (the container then sleeps, to be read and deleted). */
@@ -43,7 +45,7 @@ export function ddScript(opts: DdScriptOptions): string {
       );
     }
   }
-  lines.push(`echo ${DD_DONE}`, 'exec sleep 3600');
+  lines.push(`echo ${DD_DONE}`, opts.finally ?? 'exec sleep 3600');
   return lines.join('\n');
 }
 
