@@ -44,10 +44,25 @@ test('the dd script times each write on each target in turns, leaves no file, an
   }
 });
 
-test('a log without the end marker is not finished; MB/s are 10^6 bytes a second', () => {
-  assert.equal(parseDdLog('DD disk 0 1.00\n'), undefined);
-  assert.deepEqual(parseDdLog('DD disk 0 1.50\nnoise\nDD-DONE\n'), [
+test('a log without the end marker is not finished; a failed write is an error; MB/s are 10^6 bytes a second', () => {
+  assert.equal(parseDdLog('DD disk 0 1000000 2000000\n'), undefined);
+  assert.deepEqual(parseDdLog('DD disk 0 1000000 2500000\nnoise\nDD-DONE\n'), [
     { target: 'disk', round: 0, seconds: 1.5 },
   ]);
+  assert.throws(() => parseDdLog('DD-FAILED disk dd: No space left on device\nDD-DONE\n'), /No space left/);
   assert.equal(mbPerSecond(256, 1).toFixed(1), '268.4');
+});
+
+test('a write that fails ends the script with its error', {
+  skip: !existsSync(BUSYBOX) && 'needs /usr/bin/busybox',
+}, async () => {
+  const script = ddScript({
+    targets: { gone: '/nonexistent-kubit-dir' },
+    rounds: 1,
+    mib: 1,
+    flag: 'conv=fsync',
+    finally: 'true',
+  }).replace('exec sleep 3600', 'exit 0');
+  const { stdout } = await run(BUSYBOX, ['sh', '-c', script]);
+  assert.throws(() => parseDdLog(stdout), /nonexistent-kubit-dir/);
 });
