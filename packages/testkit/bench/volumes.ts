@@ -27,7 +27,7 @@
 // Build first: pnpm -s build
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PersistentVolume, PersistentVolumeClaim, Pod, Volume } from '@kubit/api';
+import type { Event as CoreEvent, PersistentVolume, PersistentVolumeClaim, Pod, Volume } from '@kubit/api';
 import { SELECTED_NODE_ANNOTATION } from '@kubit/api';
 import { type KubeClient, resources } from '@kubit/client';
 import { loopDevicesUnder, mountsUnder } from '@kubit/cri/host-mounts';
@@ -239,6 +239,19 @@ function whereRows(runs: Started[], seen: Sightings, trace: Map<string, Map<stri
   ]);
 }
 
+/** Each measured pod's FailedMount messages (the kubelet then syncs it again 2 s later). */
+async function failedMounts(client: KubeClient, runs: Started[]): Promise<Map<string, string[]>> {
+  const events = await client.list<CoreEvent>(resources.events, { namespace: NS });
+  const names = new Set(runs.map((r) => r.name));
+  const out = new Map<string, string[]>();
+  for (const e of events.items) {
+    const pod = e.involvedObject?.name ?? '';
+    if (e.reason !== 'FailedMount' || !names.has(pod)) continue;
+    out.set(pod, [...(out.get(pod) ?? []), e.message ?? '']);
+  }
+  return out;
+}
+
 /** The container's log through the apiserver (and the kubelet's API). */
 async function podLog(client: KubeClient, name: string): Promise<string> {
   const res = await client.rawRequest({
@@ -387,6 +400,7 @@ runBench(async (cleanup) => {
     }
   }
   const trace = readTrace(traceFile);
+  const mountFailures = await failedMounts(client, runs);
 
   progress(
     `write throughput: dd ${flags['dd-mib']} MiB ${flags['dd-flag']} on kubit-disk and on an emptyDir, ${flags['dd-rounds']} rounds`,
@@ -491,6 +505,18 @@ runBench(async (cleanup) => {
   );
   process.stdout.write(
     `\nwhere the time goes: ms after the POST\n\n${table(['moment', ...KINDS.flatMap((k) => [`${k} p50`, `${k} p90`])], whereRows(runs, seen, trace))}\n`,
+  );
+  const failedRows = KINDS.map((kind) => {
+    const pods = runs.filter((r) => r.kind === kind && mountFailures.has(r.name));
+    const messages = [...new Set(pods.flatMap((r) => mountFailures.get(r.name) ?? []))];
+    return [
+      kind,
+      `${pods.length} of ${runs.filter((r) => r.kind === kind).length}`,
+      messages.join(' / ').slice(0, 300),
+    ];
+  });
+  process.stdout.write(
+    `\npods whose volume set-up failed first (FailedMount; the kubelet syncs again 2 s later):\n\n${table(['kind', 'pods', 'messages'], failedRows)}\n`,
   );
   process.stdout.write(
     `\n${table(
