@@ -533,7 +533,7 @@ runBench(async (cleanup) => {
           'emptyDir (the node filesystem)',
           String(node.length),
           percentile(node, 50).toFixed(0),
-          fmt(node),
+          fmt(nodeInOrder),
           '',
           '',
         ],
