@@ -480,6 +480,10 @@ runBench(async (cleanup) => {
   const disk = sortedCopy(diskInOrder);
   const node = sortedCopy(nodeInOrder);
   const ratio = percentile(disk, 50) / percentile(node, 50);
+  // Each round's two writes ran back to back, so their ratio is the least touched by
+  // the machine's drift; the verdict takes the median of those.
+  const paired = sortedCopy(diskInOrder.map((d, i) => d / (nodeInOrder[i] ?? Number.NaN)));
+  const pairedRatio = percentile(paired, 50);
   const fmt = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(' ');
 
   process.stdout.write(`${header}\n\n`);
@@ -542,8 +546,8 @@ runBench(async (cleanup) => {
           String(disk.length),
           percentile(disk, 50).toFixed(0),
           fmt(diskInOrder),
-          '≥ 0.9 × emptyDir',
-          `${ratio.toFixed(2)}× ${ratio >= 0.9 ? 'MET' : 'MISSED'}`,
+          "≥ 0.9 × emptyDir (median of the rounds' ratios)",
+          `${pairedRatio.toFixed(2)}× ${pairedRatio >= 0.9 ? 'MET' : 'MISSED'} (p50 ÷ p50 ${ratio.toFixed(2)}×)`,
         ],
         [
           'kubit-disk, its first write only (ext4 just made)',
