@@ -47,11 +47,7 @@ export function defaultClassOf(classes: Iterable<KObject>): KObject | undefined 
   return best;
 }
 
-/** Off until the pvc-protection and pv-protection controllers run: their finalizers would hang deletes. */
-const PROTECTION_FINALIZERS = false;
-
 function addFinalizer(o: KObject, finalizer: string): void {
-  if (!PROTECTION_FINALIZERS) return;
   const m = o.metadata ?? {};
   o.metadata = m;
   const fins = Array.isArray(m.finalizers) ? (m.finalizers as string[]) : [];

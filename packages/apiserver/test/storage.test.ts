@@ -1,8 +1,8 @@
 // The storage kinds against kubit-apiserver on a real store (one control plane for the
 // file): the bootstrap classes and `kubectl get sc` with "(default)", `kubectl get
 // pv,pvc` columns, DefaultStorageClass admission (the newest of two defaults), the
-// resize rules (403 when the class does not allow expansion or the claim is unbound,
-// 422 when shrinking), the status subresource, and what a kubelet may do as its node's
+// resize rules (403 when the class does not allow expansion, 422 when the claim is
+// unbound or shrinking), the protection finalizers, the status subresource, and what a kubelet may do as its node's
 // provisioner (RBAC) while an unrelated claim stays refused (Node authorizer).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -164,6 +164,21 @@ describe('claims and volumes', () => {
     assert.match(pvc[1], /^print\s+Bound\s+pv-print\s+5Gi\s+RWO\s+manual\s+<unset>\s+\S+$/);
     const pending = (await kubectl(cp, ['get', 'pvc', 'defaulted'])).stdout.split('\n');
     assert.match(pending[1], /^defaulted\s+Pending\s+local-path\s+<unset>\s+\S+$/);
+  });
+
+  it('new claims and volumes carry their protection finalizer; a deleted claim waits for it', async () => {
+    const c = await api.post(PVCS, claim('protected'));
+    assert.deepEqual(c.body.metadata.finalizers, ['kubernetes.io/pvc-protection']);
+    const v = await api.post(PVS, volume('pv-protected'));
+    assert.deepEqual(v.body.metadata.finalizers, ['kubernetes.io/pv-protection']);
+    // No pvc-protection controller runs here: the claim stays, Terminating.
+    const d = await api.del(`${PVCS}/protected`);
+    assert.equal(d.status, 200, d.text);
+    const after = await api.get(`${PVCS}/protected`);
+    assert.equal(after.status, 200, after.text);
+    assert.ok(after.body.metadata.deletionTimestamp);
+    const out = (await kubectl(cp, ['get', 'pvc', 'protected'])).stdout.split('\n');
+    assert.match(out[1], /^protected\s+Terminating\s/);
   });
 
   it('bad volumes and claims are 422 with field paths', async () => {

@@ -39,6 +39,7 @@ const WITH_STATUS = new Set([
   'replicasets',
   'replicationcontrollers',
   'deployments',
+  'statefulsets',
   'nodes',
   'namespaces',
 ]);

@@ -25,6 +25,11 @@ import { PodGarbageCollector } from './podgc.js';
 import { ReplicaSetController, ReplicationManager } from './replicaset.js';
 import type { ServedFilter } from './served.js';
 import { RootCAPublisher, ServiceAccountsController } from './serviceaccounts.js';
+import { StatefulSetController } from './statefulset/controller.js';
+import { PersistentVolumeBinder } from './volume/binder.js';
+import { EphemeralVolumeController } from './volume/ephemeral.js';
+import { PersistentVolumeExpander } from './volume/expander.js';
+import { PvcProtectionController, PvProtectionController } from './volume/protection.js';
 
 export interface ManagerOptions {
   controllers: Set<ControllerName>;
@@ -59,6 +64,7 @@ export const GC_RESOURCES: readonly ResourceRef[] = [
   resources.replicasets,
   resources.replicationcontrollers,
   resources.daemonsets,
+  resources.statefulsets,
   resources.controllerrevisions,
   resources.pods,
   resources.services,
@@ -69,6 +75,8 @@ export const GC_RESOURCES: readonly ResourceRef[] = [
   resources.serviceaccounts,
   resources.nodes,
   resources.namespaces,
+  resources.persistentvolumeclaims,
+  resources.persistentvolumes,
 ];
 
 export class ControllerManager {
@@ -189,6 +197,55 @@ export class ControllerManager {
         );
       } else
         log.warn('the apiserver serves no policy/v1 PodDisruptionBudgets; disruption controller not started');
+    }
+    if (on.has('statefulset')) {
+      // Its informers would wait for ever on an apiserver without StatefulSets.
+      if (served(resources.statefulsets) && served(resources.controllerrevisions)) {
+        this.controllers.push(
+          new StatefulSetController(cluster, this.informers, {
+            claimsServed: served(resources.persistentvolumeclaims),
+            events: events('statefulset-controller'),
+            log,
+          }),
+        );
+      } else log.warn('the apiserver serves no apps/v1 StatefulSets; statefulset controller not started');
+    }
+    // The volume controllers' informers would wait for ever on an apiserver without the storage kinds.
+    const storageServed = [
+      resources.persistentvolumes,
+      resources.persistentvolumeclaims,
+      resources.storageclasses,
+    ].every(served);
+    const volumeControllers = [
+      'persistentvolume-binder',
+      'persistentvolume-expander',
+      'pvc-protection',
+      'pv-protection',
+      'ephemeral-volume',
+    ] as const;
+    if (volumeControllers.some((n) => on.has(n)) && !storageServed)
+      log.warn(
+        'the apiserver serves no PersistentVolumes, claims or StorageClasses; volume controllers not started',
+      );
+    else {
+      if (on.has('persistentvolume-binder'))
+        this.controllers.push(
+          new PersistentVolumeBinder(cluster, this.informers, {
+            events: events('persistentvolume-controller'),
+            log,
+          }),
+        );
+      if (on.has('persistentvolume-expander'))
+        this.controllers.push(
+          new PersistentVolumeExpander(cluster, this.informers, { events: events('volume_expand') }),
+        );
+      if (on.has('pvc-protection'))
+        this.controllers.push(new PvcProtectionController(cluster, this.informers, { log }));
+      if (on.has('pv-protection')) this.controllers.push(new PvProtectionController(cluster, this.informers));
+      if (on.has('ephemeral-volume'))
+        this.controllers.push(
+          new EphemeralVolumeController(cluster, this.informers, { events: events('ephemeral_volume') }),
+        );
     }
     if (on.has('service-lb-ipam') && opts.loadBalancerIPRange) {
       this.controllers.push(

@@ -32,6 +32,8 @@ export const namespacedForCleanup: readonly ResourceRef[] = [
   resources.deployments,
   resources.replicasets,
   resources.replicationcontrollers,
+  resources.statefulsets,
+  resources.controllerrevisions,
   resources.pods,
   resources.services,
   resources.endpoints,

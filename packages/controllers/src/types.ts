@@ -2,6 +2,7 @@
 // KubeObject is any object, what generic code (GC, namespace cleanup) handles.
 export type {
   ConfigMap,
+  ControllerRevision,
   DeleteOptions,
   Deployment,
   DeploymentCondition,
@@ -15,10 +16,13 @@ export type {
   NodeCondition,
   ObjectMeta,
   OwnerReference,
+  PersistentVolumeClaim,
   Pod,
   PodTemplateSpec,
   ReplicaSet,
   ServiceAccount,
+  StatefulSet,
+  StatefulSetStatus,
   Taint,
   Toleration,
 } from '@kubit/api';
