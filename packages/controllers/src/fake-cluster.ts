@@ -40,6 +40,7 @@ const WITH_STATUS = new Set([
   'replicationcontrollers',
   'deployments',
   'statefulsets',
+  'jobs',
   'nodes',
   'namespaces',
 ]);

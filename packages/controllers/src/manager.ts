@@ -16,6 +16,7 @@ import { EndpointSliceMirroringController } from './endpoints/mirroring-controll
 import { endpointSliceResource } from './endpoints/shared.js';
 import { type EventSink, noEvents } from './events.js';
 import { GarbageCollector } from './garbagecollector.js';
+import { JobController } from './job/controller.js';
 import { LoadBalancerIpamController } from './loadbalancer/controller.js';
 import { parsePool } from './loadbalancer/pool.js';
 import { NamespaceController, namespacedForCleanup } from './namespace.js';
@@ -26,6 +27,7 @@ import { ReplicaSetController, ReplicationManager } from './replicaset.js';
 import type { ServedFilter } from './served.js';
 import { RootCAPublisher, ServiceAccountsController } from './serviceaccounts.js';
 import { StatefulSetController } from './statefulset/controller.js';
+import { TTLAfterFinishedController } from './ttlafterfinished.js';
 import { PersistentVolumeBinder } from './volume/binder.js';
 import { EphemeralVolumeController } from './volume/ephemeral.js';
 import { PersistentVolumeExpander } from './volume/expander.js';
@@ -66,6 +68,7 @@ export const GC_RESOURCES: readonly ResourceRef[] = [
   resources.daemonsets,
   resources.statefulsets,
   resources.controllerrevisions,
+  resources.jobs,
   resources.pods,
   resources.services,
   resources.endpoints,
@@ -246,6 +249,17 @@ export class ControllerManager {
         this.controllers.push(
           new EphemeralVolumeController(cluster, this.informers, { events: events('ephemeral_volume') }),
         );
+    }
+    if (on.has('job')) {
+      // Its informer would wait for ever on an apiserver without Jobs.
+      if (served(resources.jobs)) {
+        this.controllers.push(
+          new JobController(cluster, this.informers, { events: events('job-controller'), log }),
+        );
+      } else log.warn('the apiserver serves no batch/v1 Jobs; job controller not started');
+    }
+    if (on.has('ttl-after-finished') && served(resources.jobs)) {
+      this.controllers.push(new TTLAfterFinishedController(cluster, this.informers, { log }));
     }
     if (on.has('service-lb-ipam') && opts.loadBalancerIPRange) {
       this.controllers.push(

@@ -8,7 +8,14 @@ import { KubeClient, resources } from '@kubit/client';
 import { type ControlPlane, daemonCommand, startControlPlane, startProcess, waitFor } from '@kubit/testkit';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Node, Pod } from 'kubernetes-types/core/v1.js';
-import { type HollowNodes, hollowPodIP, isReportedRunning, startHollowNodes } from '../src/index.js';
+import {
+  HOLLOW_EXIT_CODE_ANNOTATION,
+  HOLLOW_RUN_MS_ANNOTATION,
+  type HollowNodes,
+  hollowPodIP,
+  isReportedRunning,
+  startHollowNodes,
+} from '../src/index.js';
 
 const NODES = 20;
 let cp: ControlPlane;
@@ -125,6 +132,37 @@ test('20 hollow nodes register Ready, renew their Leases and run bound pods', as
   );
   assert.equal(pod.status?.initContainerStatuses?.[0]?.state?.terminated?.reason, 'Completed');
   assert.equal(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+
+  // A pod annotated to exit ends Failed with its exit code after its run time.
+  await client.create<Pod>(
+    resources.pods,
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: 'quitter',
+        namespace: 'default',
+        annotations: { [HOLLOW_EXIT_CODE_ANNOTATION]: '3', [HOLLOW_RUN_MS_ANNOTATION]: '300' },
+      },
+      spec: {
+        nodeName: 'hollow-3',
+        restartPolicy: 'Never',
+        containers: [{ name: 'main', image: 'busybox:latest' }],
+      },
+    },
+    { namespace: 'default' },
+  );
+  const quit = await waitFor(
+    'the annotated pod to fail',
+    async () => {
+      const p = await client.get<Pod>(resources.pods, 'quitter', { namespace: 'default' });
+      return p.status?.phase === 'Failed' ? p : undefined;
+    },
+    60_000,
+    100,
+  );
+  assert.equal(quit.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 3);
+  assert.ok(quit.status?.podIP, 'it ran first');
 
   // A graceful delete completes: the hollow node confirms it like a kubelet whose containers stopped.
   await client.delete(resources.pods, 'ghost', { namespace: 'default', gracePeriodSeconds: 30 });

@@ -10,7 +10,13 @@ import { createLogger, type Logger } from '@kubit/daemon';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Namespace, Node, NodeStatus, Pod, Taint } from 'kubernetes-types/core/v1.js';
 import { KUBELET_VERSION, LEASE_DURATION_SECONDS, LEASE_NAMESPACE, nodeLabels } from '../node/node-status.js';
-import { hollowPodIP, hollowPodStatus, isReportedRunning } from './pod-status.js';
+import {
+  hollowExit,
+  hollowFinishedStatus,
+  hollowPodIP,
+  hollowPodStatus,
+  isReportedRunning,
+} from './pod-status.js';
 import { WriteQueue } from './write-queue.js';
 
 export interface HollowNodesOptions {
@@ -159,6 +165,8 @@ class HollowFleet {
   /** Pod uids with a write queued or in flight: one write per pod at a time. */
   private readonly inFlight = new Set<string>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Pod uid → the timer that ends it (pods annotated with kubit.dev/hollow-exit-code). */
+  private readonly exits = new Map<string, NodeJS.Timeout>();
   private readonly nodes = new Map<string, HollowNode>();
   private readonly informer: Informer<Pod>;
   private stopped = false;
@@ -236,6 +244,7 @@ class HollowFleet {
       onDelete: (p) => {
         const uid = p.metadata?.uid ?? '';
         this.running.delete(uid);
+        this.cancelExit(uid);
         this.nodes.get(p.spec?.nodeName ?? '')?.slots.delete(uid);
       },
     });
@@ -289,6 +298,52 @@ class HollowFleet {
   private clearTimers(): void {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    for (const t of this.exits.values()) clearTimeout(t);
+    this.exits.clear();
+  }
+
+  private cancelExit(uid: string): void {
+    const t = this.exits.get(uid);
+    if (t) clearTimeout(t);
+    this.exits.delete(uid);
+  }
+
+  /** A running pod that asked to exit: ends it after its run time (once). */
+  private scheduleExit(n: HollowNode, pod: Pod, uid: string): void {
+    const exit = hollowExit(pod);
+    if (!exit || this.exits.has(uid) || this.stopped) return;
+    const t = setTimeout(() => {
+      if (this.stopped) return;
+      this.queue.push(`exit pod ${pod.metadata?.namespace}/${pod.metadata?.name}`, () =>
+        this.reportExited(n, pod, uid, exit.exitCode),
+      );
+    }, exit.runMs);
+    this.exits.set(uid, t);
+  }
+
+  /** Writes the pod's terminal status, from its latest copy (never over a deleted or replaced pod). */
+  private async reportExited(n: HollowNode, pod: Pod, uid: string, exitCode: number): Promise<void> {
+    const namespace = pod.metadata?.namespace ?? 'default';
+    const name = pod.metadata?.name ?? '';
+    let current = this.informer.store.getByKey(`${namespace}/${name}`) ?? pod;
+    for (let attempt = 0; ; attempt++) {
+      if (current.metadata?.uid !== uid || current.metadata?.deletionTimestamp) return;
+      const phase = current.status?.phase;
+      if (phase === 'Succeeded' || phase === 'Failed') return;
+      try {
+        await n.client.updateStatus<Pod>(
+          resources.pods,
+          { ...current, status: hollowFinishedStatus(current, exitCode) },
+          { namespace },
+        );
+        this.running.delete(uid);
+        return;
+      } catch (err) {
+        if (isNotFound(err)) return;
+        if (!isConflict(err) || attempt >= 3) throw err;
+        current = await n.client.get<Pod>(resources.pods, name, { namespace });
+      }
+    }
   }
 
   /** Registers a node (retried until it works: the apiserver may still be starting), then starts its heartbeats. */
@@ -443,6 +498,7 @@ class HollowFleet {
     if (phase === 'Succeeded' || phase === 'Failed') return;
     if (isReportedRunning(pod)) {
       this.running.add(uid);
+      this.scheduleExit(n, pod, uid);
       return;
     }
     this.reportRunning(n, pod, uid);
@@ -487,6 +543,8 @@ class HollowFleet {
               { namespace },
             );
             this.running.add(uid);
+            // Its echo may arrive while this write is still in flight, and be skipped.
+            this.scheduleExit(n, current, uid);
             return;
           } catch (err) {
             if (isNotFound(err)) return;

@@ -74,3 +74,57 @@ export function hollowPodStatus(pod: Pod, hostIP: string, podIP: string, now = n
     containerStatuses: (pod.spec?.containers ?? []).map((c) => running(c.name, c.image ?? '')),
   };
 }
+
+/**
+ * Pod annotations that make a hollow node play a container that exits: after
+ * `kubit.dev/hollow-run-ms` (default 0) of running, the pod ends with
+ * `kubit.dev/hollow-exit-code` (0: Succeeded, else Failed), as a pod of a Job
+ * with restartPolicy Never would. Without them a hollow pod runs for ever.
+ */
+export const HOLLOW_EXIT_CODE_ANNOTATION = 'kubit.dev/hollow-exit-code';
+export const HOLLOW_RUN_MS_ANNOTATION = 'kubit.dev/hollow-run-ms';
+
+/** The exit a pod asks its hollow node to play; undefined when it runs for ever (or the values are bad). */
+export function hollowExit(pod: Pod): { exitCode: number; runMs: number } | undefined {
+  const a = pod.metadata?.annotations;
+  const code = a?.[HOLLOW_EXIT_CODE_ANNOTATION];
+  if (code === undefined || !/^\d{1,3}$/.test(code) || Number(code) > 255) return undefined;
+  const run = a?.[HOLLOW_RUN_MS_ANNOTATION] ?? '0';
+  if (!/^\d{1,10}$/.test(run)) return undefined;
+  return { exitCode: Number(code), runMs: Number(run) };
+}
+
+/** The status a hollow node posts when the pod's containers exit with `exitCode`. */
+export function hollowFinishedStatus(pod: Pod, exitCode: number, now = new Date()): PodStatus {
+  const finishedAt = rfc3339(now);
+  const prev = pod.status ?? {};
+  const notReady = (type: string): PodCondition => ({
+    type,
+    status: 'False',
+    reason: 'PodCompleted',
+    lastTransitionTime: finishedAt,
+  });
+  return {
+    ...prev,
+    phase: exitCode === 0 ? 'Succeeded' : 'Failed',
+    conditions: [
+      ...(prev.conditions ?? []).filter((c) => c.type !== 'Ready' && c.type !== 'ContainersReady'),
+      notReady('ContainersReady'),
+      notReady('Ready'),
+    ],
+    containerStatuses: (prev.containerStatuses ?? []).map((c) => ({
+      ...c,
+      ready: false,
+      started: false,
+      state: {
+        terminated: {
+          exitCode,
+          reason: exitCode === 0 ? 'Completed' : 'Error',
+          startedAt: c.state?.running?.startedAt ?? prev.startTime ?? finishedAt,
+          finishedAt,
+          containerID: c.containerID,
+        },
+      },
+    })),
+  };
+}
