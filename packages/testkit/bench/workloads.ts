@@ -46,7 +46,7 @@ type Workload = (typeof WORKLOADS)[number];
 
 /**
  * Kubernetes' scheduler_perf SchedulingDaemonset threshold (pods/s, 15,000
- * nodes, test/integration/scheduler_perf/config/performance-config.yaml): a
+ * nodes, 30,000 pods; kubernetes test/integration/scheduler_perf/misc/performance-config.yaml): a
  * reference number, not measured here — and it times the scheduler alone,
  * where this times the whole stack.
  */
