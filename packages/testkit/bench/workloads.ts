@@ -12,7 +12,7 @@
 // They run one after the other on the same cluster, each in its own namespace
 // (what one leaves behind stays: its pods keep running on the hollow nodes).
 //
-//   node packages/testkit/dist/bench/workloads.js [--store=kubit-store|etcd]
+//   node packages/testkit/dist/bench/workloads.js [--store=kubit-store|etcd|both]
 //        [--members=3] [--nodes=1000] [--workloads=daemonset,statefulset,job]
 //        [--statefulset-replicas=100] [--job-completions=10000] [--job-parallelism=500]
 //        [--job-run-ms=0] [--timeout-seconds=600]
@@ -23,9 +23,11 @@ import { join } from 'node:path';
 import type { DaemonSet, Job, Node, Pod, StatefulSet } from '@kubit/api';
 import { type KubeClient, resources, type Watch } from '@kubit/client';
 import type { ControlPlane } from '../src/controlplane.js';
+import type { StoreProgram } from '../src/etcd.js';
 import { freePort, startDaemon, type TestProcess } from '../src/process.js';
 import {
   benchClient,
+  Cleanup,
   machineHeader,
   now,
   parseFlags,
@@ -177,10 +179,6 @@ function secs(x: number): string {
   return Number.isFinite(x) ? (x / 1000).toFixed(1) : '-';
 }
 
-function rate(count: number, ms: number): string {
-  return Number.isFinite(ms) && ms > 0 ? ((count * 1000) / ms).toFixed(0) : '-';
-}
-
 interface Stack {
   cp: ControlPlane;
   client: KubeClient;
@@ -220,24 +218,57 @@ async function withPeakRss<T>(pid: number, fn: () => Promise<T>): Promise<{ resu
   }
 }
 
-/** When the controller's pods appeared (first watch event): splits the controller's share from the scheduler's and the nodes'. */
-function createdRow(stack: Stack, ns: string, count: number, t0: number): string[] {
-  const seen = stack.watch.moments(ns, 'seen');
-  const last = seen.length > 0 ? seen[seen.length - 1] - t0 : Number.NaN;
-  return [
-    '… pods created (first watch event)',
-    secs(last),
-    secs(mark(seen, count, 50, t0)),
-    secs(mark(seen, count, 90, t0)),
-    secs(mark(seen, count, 99, t0)),
-    `${rate(seen.length, last)} pods/s`,
-    `${seen.length} pods created; the rest of the time is scheduling, binding and the hollow nodes' status writes`,
-  ];
+/**
+ * One line of a workload's table. Times in ms; undefined leaves a cell blank,
+ * NaN prints '-' (it did not happen in time). `rate` is in `unit`.
+ */
+interface Row {
+  what: string;
+  total?: number;
+  p50?: number;
+  p90?: number;
+  p99?: number;
+  rate?: number;
+  unit?: string;
+  /** The 50/90/99 % cells are milliseconds, not seconds. */
+  inMs?: boolean;
+  note: string;
 }
 
-const HEADER = ['measurement', 'total s', '50 % s', '90 % s', '99 % s', 'rate', 'note'];
+interface Section {
+  workload: Workload;
+  rows: Row[];
+}
 
-async function daemonSetBench(stack: Stack, nodes: number): Promise<string> {
+/** When the controller's pods appeared (first watch event): splits the controller's share from the scheduler's and the nodes'. */
+function createdRow(stack: Stack, ns: string, count: number, t0: number): Row {
+  const seen = stack.watch.moments(ns, 'seen');
+  const last = seen.length > 0 ? seen[seen.length - 1] - t0 : Number.NaN;
+  return {
+    what: '… pods created (first watch event)',
+    total: last,
+    p50: mark(seen, count, 50, t0),
+    p90: mark(seen, count, 90, t0),
+    p99: mark(seen, count, 99, t0),
+    rate: perSec(seen.length, last),
+    unit: 'pods/s',
+    note: `${seen.length} pods created; the rest of the time is scheduling, binding and the hollow nodes' status writes`,
+  };
+}
+
+const perSec = (count: number, ms: number) =>
+  Number.isFinite(ms) && ms > 0 ? (count * 1000) / ms : Number.NaN;
+
+function rssRow(peak: number): Row {
+  return {
+    what: 'kubit-controller-manager peak VmRSS',
+    rate: peak,
+    unit: 'MiB',
+    note: 'sampled every 250 ms',
+  };
+}
+
+async function daemonSetBench(stack: Stack, nodes: number): Promise<Row[]> {
   const ns = 'bench-ds';
   await namespace(stack.client, ns);
   const body: DaemonSet = {
@@ -269,36 +300,33 @@ async function daemonSetBench(stack: Stack, nodes: number): Promise<string> {
   const { t0, running, status } = result;
   const moments = stack.watch.moments(ns, 'running');
   const total = running - t0;
-  const podsPerSec = Number.isFinite(total) ? (nodes * 1000) / total : Number.NaN;
-  progress(`daemonset: all Running after ${secs(total)} s (${rate(nodes, total)} pods/s)`);
-  const rows = [
-    [
-      `DaemonSet on ${nodes} nodes: every pod Running`,
-      secs(total),
-      secs(mark(moments, nodes, 50, t0)),
-      secs(mark(moments, nodes, 90, t0)),
-      secs(mark(moments, nodes, 99, t0)),
-      `${rate(nodes, total)} pods/s`,
-      Number.isFinite(total)
+  const podsPerSec = perSec(nodes, total);
+  progress(`daemonset: all Running after ${secs(total)} s (${podsPerSec.toFixed(0)} pods/s)`);
+  return [
+    {
+      what: `DaemonSet on ${nodes} nodes: every pod Running`,
+      total,
+      p50: mark(moments, nodes, 50, t0),
+      p90: mark(moments, nodes, 90, t0),
+      p99: mark(moments, nodes, 99, t0),
+      rate: podsPerSec,
+      unit: 'pods/s',
+      note: Number.isFinite(total)
         ? `from the POST to the last pod seen Running; status numberReady=${nodes} ${secs(status - t0)} s after the POST`
         : `NOT all Running within ${stack.timeoutMs / 1000} s (${stack.watch.count(ns, 'running')} were)`,
-    ],
+    },
     createdRow(stack, ns, nodes, t0),
-    [
-      'vs Kubernetes scheduler_perf SchedulingDaemonset',
-      '',
-      '',
-      '',
-      '',
-      `${K8S_DAEMONSET_THRESHOLD} pods/s`,
-      `reference, not measured: the published threshold (scheduler alone, 15,000 nodes); ratio kubit/threshold ${Number.isFinite(podsPerSec) ? (podsPerSec / K8S_DAEMONSET_THRESHOLD).toFixed(2) : '-'}; issue 21's target ≥ ${DAEMONSET_TARGET} pods/s: ${podsPerSec >= DAEMONSET_TARGET ? 'met' : 'NOT met'}`,
-    ],
-    ['kubit-controller-manager peak VmRSS', '', '', '', '', '', `${peak.toFixed(0)} MiB`],
+    {
+      what: 'Kubernetes scheduler_perf SchedulingDaemonset threshold',
+      rate: K8S_DAEMONSET_THRESHOLD,
+      unit: 'pods/s',
+      note: `reference, not measured: the published threshold (scheduler alone, 15,000 nodes); kubit ÷ threshold ${Number.isFinite(podsPerSec) ? (podsPerSec / K8S_DAEMONSET_THRESHOLD).toFixed(2) : '-'}; issue 21's target ≥ ${DAEMONSET_TARGET} pods/s: ${podsPerSec >= DAEMONSET_TARGET ? 'met' : 'NOT met'}`,
+    },
+    rssRow(peak),
   ];
-  return table(HEADER, rows);
 }
 
-async function statefulSetBench(stack: Stack, replicas: number): Promise<string> {
+async function statefulSetBench(stack: Stack, replicas: number): Promise<Row[]> {
   const ns = 'bench-sts';
   await namespace(stack.client, ns);
   const body: StatefulSet = {
@@ -335,30 +363,26 @@ async function statefulSetBench(stack: Stack, replicas: number): Promise<string>
   const total = done - t0;
   progress(`statefulset: all Ready after ${secs(total)} s`);
   const pct = (p: number) => mark(gaps, gaps.length, p, 0);
-  const rows = [
-    [
-      `StatefulSet of ${replicas}, OrderedReady: all Ready`,
-      secs(total),
-      '',
-      '',
-      '',
-      `${Number.isFinite(total) ? (total / replicas).toFixed(0) : '-'} ms/pod`,
-      Number.isFinite(total)
+  return [
+    {
+      what: `StatefulSet of ${replicas}, OrderedReady: all Ready`,
+      total,
+      rate: Number.isFinite(total) ? total / replicas : Number.NaN,
+      unit: 'ms/pod',
+      note: Number.isFinite(total)
         ? 'from the POST to status readyReplicas = replicas'
         : `NOT all Ready within ${stack.timeoutMs / 1000} s (${ready.length} were)`,
-    ],
-    [
-      'one pod: Ready of pod i-1 → Ready of pod i',
-      '',
-      '',
-      '',
-      '',
-      `${pct(50).toFixed(0)} / ${pct(90).toFixed(0)} / ${pct(99).toFixed(0)} ms`,
-      '50/90/99 % of the gaps: create, schedule, bind, hollow node Running+Ready, controller sees it',
-    ],
-    ['kubit-controller-manager peak VmRSS', '', '', '', '', '', `${peak.toFixed(0)} MiB`],
+    },
+    {
+      what: 'one pod: Ready of pod i-1 → Ready of pod i (ms)',
+      p50: pct(50),
+      p90: pct(90),
+      p99: pct(99),
+      inMs: true,
+      note: 'the gaps, in ms: create, schedule, bind, hollow node Running+Ready, the controller sees it',
+    },
+    rssRow(peak),
   ];
-  return table(HEADER, rows);
 }
 
 async function jobBench(
@@ -366,7 +390,7 @@ async function jobBench(
   completions: number,
   parallelism: number,
   runMs: number,
-): Promise<string> {
+): Promise<Row[]> {
   const ns = 'bench-job';
   await namespace(stack.client, ns);
   const body: Job = {
@@ -409,32 +433,82 @@ async function jobBench(
   const { t0, done } = result;
   const succeeded = stack.watch.moments(ns, 'succeeded');
   const total = done - t0;
-  progress(`job: Complete after ${secs(total)} s (${rate(completions, total)} completions/s)`);
-  const rows = [
-    [
-      `Job: ${completions} completions, parallelism ${parallelism}`,
-      secs(total),
-      secs(mark(succeeded, completions, 50, t0)),
-      secs(mark(succeeded, completions, 90, t0)),
-      secs(mark(succeeded, completions, 99, t0)),
-      `${rate(completions, total)} completions/s`,
-      Number.isFinite(total)
+  progress(`job: Complete after ${secs(total)} s (${perSec(completions, total).toFixed(0)} completions/s)`);
+  return [
+    {
+      what: `Job: ${completions} completions, parallelism ${parallelism}`,
+      total,
+      p50: mark(succeeded, completions, 50, t0),
+      p90: mark(succeeded, completions, 90, t0),
+      p99: mark(succeeded, completions, 99, t0),
+      rate: perSec(completions, total),
+      unit: 'completions/s',
+      note: Number.isFinite(total)
         ? `from the POST to the Complete condition (status.succeeded=${last?.status?.succeeded}); 50/90/99 %: pods seen Succeeded; hollow pods run ${runMs} ms`
         : `NOT Complete within ${stack.timeoutMs / 1000} s: ${JSON.stringify(last?.status ?? {}).slice(0, 200)}`,
-    ],
+    },
     createdRow(stack, ns, completions, t0),
-    [
-      'most unfinished pods of the Job at once',
-      '',
-      '',
-      '',
-      '',
-      '',
-      `${stack.watch.peak(ns)} (parallelism ${parallelism}; at any pod watch event)`,
-    ],
-    ['kubit-controller-manager peak VmRSS', '', '', '', '', '', `${peak.toFixed(0)} MiB`],
+    {
+      what: 'most unfinished pods of the Job at once',
+      rate: stack.watch.peak(ns),
+      unit: 'pods',
+      note: `parallelism ${parallelism}; counted at every pod watch event`,
+    },
+    rssRow(peak),
   ];
-  return table(HEADER, rows);
+}
+
+const cell = (x: number | undefined, inMs = false) =>
+  x === undefined ? '' : !Number.isFinite(x) ? '-' : inMs ? x.toFixed(0) : secs(x);
+const rateCell = (r: Row) =>
+  r.rate === undefined ? '' : `${Number.isFinite(r.rate) ? r.rate.toFixed(0) : '-'} ${r.unit ?? ''}`.trim();
+
+function singleTable(rows: Row[]): string {
+  return table(
+    ['measurement', 'total s', '50 % s', '90 % s', '99 % s', 'rate', 'note'],
+    rows.map((r) => [
+      r.what,
+      cell(r.total),
+      cell(r.p50, r.inMs),
+      cell(r.p90, r.inMs),
+      cell(r.p99, r.inMs),
+      rateCell(r),
+      r.note,
+    ]),
+  );
+}
+
+/** The same rows from two stores side by side; the ratio is kubit-store's total ÷ etcd's (or rate ÷ rate, or p99 ÷ p99). */
+function sideBySide(a: Row[], b: Row[]): string {
+  const ratio = (x: Row, y: Row | undefined): string => {
+    const pick = (r: Row | undefined) => r?.total ?? r?.rate ?? r?.p99;
+    const [u, v] = [pick(x), pick(y)];
+    return u !== undefined && v !== undefined && Number.isFinite(u) && Number.isFinite(v) && v > 0
+      ? `${(u / v).toFixed(2)}×`
+      : '';
+  };
+  return table(
+    [
+      'measurement',
+      'kubit-store s',
+      'etcd s',
+      'kubit-store',
+      'etcd',
+      'kubit-store ÷ etcd (time, else value)',
+    ],
+    a.map((r, i) => {
+      const e = b[i];
+      const reference = r.what.startsWith('Kubernetes');
+      return [
+        r.what,
+        cell(r.total) || (r.inMs ? `p99 ${cell(r.p99, true)} ms` : ''),
+        cell(e?.total) || (e?.inMs ? `p99 ${cell(e.p99, true)} ms` : ''),
+        rateCell(r),
+        reference ? '(same reference)' : e ? rateCell(e) : '',
+        reference ? '' : ratio(r, e),
+      ];
+    }),
+  );
 }
 
 function parseWorkloads(value: string): Workload[] {
@@ -448,19 +522,107 @@ function parseWorkloads(value: string): Workload[] {
   return out;
 }
 
-runBench(async (cleanup) => {
-  const flags = parseFlags(SCRIPT, process.argv.slice(2), {
-    store: 'kubit-store',
-    members: 3,
-    nodes: 1000,
-    workloads: WORKLOADS.join(','),
-    'statefulset-replicas': 100,
-    'job-completions': 10_000,
-    'job-parallelism': 500,
-    'job-run-ms': 0,
-    'timeout-seconds': 600,
-  });
-  const program = storeProgram(SCRIPT, flags.store);
+const DEFAULTS = {
+  store: 'kubit-store',
+  members: 3,
+  nodes: 1000,
+  workloads: WORKLOADS.join(','),
+  'statefulset-replicas': 100,
+  'job-completions': 10_000,
+  'job-parallelism': 500,
+  'job-run-ms': 0,
+  'timeout-seconds': 600,
+};
+type Flags = typeof DEFAULTS;
+
+/** Starts the whole stack on `program`, runs the workloads one after another, stops it all again. */
+async function runOnStore(
+  program: StoreProgram,
+  flags: Flags,
+  workloads: Workload[],
+  outer: Cleanup,
+): Promise<{ storeTitle: string; sections: Section[] }> {
+  // Its own clean-up, to stop this stack before the next store's; Ctrl-C runs it through `outer`.
+  const cleanup = new Cleanup();
+  outer.add(`the stack on ${program}`, () => cleanup.run());
+  try {
+    progress(`starting the control plane on ${program} ×${flags.members}`);
+    const { cp, storeTitle } = await startBenchControlPlane(program, flags.members);
+    cleanup.add('control plane', () => cp.stop());
+    const client = benchClient(cp.kubeconfigPath, 16);
+    cleanup.add('client', () => client.close());
+
+    const cmKubeconfig = await cp.kubeconfigFor('controller-manager', cp.pki.controllerManager);
+    const schedKubeconfig = await cp.kubeconfigFor('kube-scheduler', cp.pki.scheduler);
+    // Finished Job pods stay (as in Kubernetes, until the Job goes); room for all of them anyway.
+    const maxPods = Math.max(
+      110,
+      Math.ceil((flags['job-completions'] + flags['statefulset-replicas']) / flags.nodes) + 10,
+    );
+    progress(`starting kubit-scheduler, kubit-controller-manager and ${flags.nodes} hollow nodes`);
+    const scheduler = daemon(cp, 'scheduler', 'scheduler', 'main.ts', [
+      `--kubeconfig=${schedKubeconfig}`,
+      '--leader-elect=false',
+      `--secure-port=${await freePort()}`,
+      '--bind-address=127.0.0.1',
+    ]);
+    cleanup.add('scheduler', () => scheduler.stop());
+    const cm = daemon(cp, 'controller-manager', 'controllers', 'main.ts', [
+      `--kubeconfig=${cmKubeconfig}`,
+      '--leader-elect=false',
+      `--secure-port=${await freePort()}`,
+      '--bind-address=127.0.0.1',
+    ]);
+    cleanup.add('controller manager', () => cm.stop());
+    const hollow = daemon(cp, 'hollow', 'kubelet', 'hollow.ts', [
+      `--nodes=${flags.nodes}`,
+      '--name-prefix=hollow-',
+      `--max-pods=${maxPods}`,
+      `--kubeconfig=${cp.kubeconfigPath}`,
+    ]);
+    cleanup.add('hollow nodes', () => hollow.stop());
+    const procs = [scheduler, cm, hollow];
+
+    const readyDeadline = now() + 300_000;
+    for (;;) {
+      for (const p of procs) if (!p.running) throw exitedError(cp, p);
+      const nodes = await client.list<Node>(resources.nodes);
+      const ready = nodes.items.filter((n) =>
+        n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+      ).length;
+      if (ready === flags.nodes) break;
+      if (now() > readyDeadline)
+        throw new Error(`only ${ready} of ${flags.nodes} hollow nodes Ready after 300 s`);
+      await sleep(500);
+    }
+    const rv = (await client.list(resources.pods, { limit: 1 })).metadata.resourceVersion ?? '0';
+    const watch = new PodWatch(benchClient(cp.kubeconfigPath, 2), rv);
+    cleanup.add('pod watch', () => watch.stop());
+    const stack: Stack = { cp, client, watch, procs, cm, timeoutMs: flags['timeout-seconds'] * 1000 };
+
+    const sections: Section[] = [];
+    for (const workload of workloads) {
+      const rows =
+        workload === 'daemonset'
+          ? await daemonSetBench(stack, flags.nodes)
+          : workload === 'statefulset'
+            ? await statefulSetBench(stack, flags['statefulset-replicas'])
+            : await jobBench(stack, flags['job-completions'], flags['job-parallelism'], flags['job-run-ms']);
+      if (!cp.apiserver.running) rows.push({ what: 'apiserver', note: 'EXITED during the run' });
+      sections.push({ workload, rows });
+    }
+    return { storeTitle, sections };
+  } finally {
+    progress(`stopping the stack on ${program}`);
+    await cleanup.run();
+  }
+}
+
+runBench(async (outer) => {
+  const flags = parseFlags(SCRIPT, process.argv.slice(2), DEFAULTS);
+  // both: the same workloads on kubit-store and then on etcd, and a table of the two side by side.
+  const programs: StoreProgram[] =
+    flags.store === 'both' ? ['kubit-store', 'etcd'] : [storeProgram(SCRIPT, flags.store)];
   const workloads = parseWorkloads(flags.workloads);
   if (
     flags.nodes < 1 ||
@@ -470,74 +632,20 @@ runBench(async (cleanup) => {
   )
     throw new UsageError(`${SCRIPT}: --nodes, --statefulset-replicas, --job-* must be ≥ 1`);
   const header = machineHeader();
-  progress(`starting the control plane on ${program} ×${flags.members}`);
-  const { cp, storeTitle } = await startBenchControlPlane(program, flags.members);
-  cleanup.add('control plane', () => cp.stop());
-  const client = benchClient(cp.kubeconfigPath, 16);
-  cleanup.add('client', () => client.close());
+  const runs = [];
+  for (const program of programs) runs.push(await runOnStore(program, flags, workloads, outer));
 
-  const cmKubeconfig = await cp.kubeconfigFor('controller-manager', cp.pki.controllerManager);
-  const schedKubeconfig = await cp.kubeconfigFor('kube-scheduler', cp.pki.scheduler);
-  // Finished Job pods stay (as in Kubernetes, until the Job goes); room for all of them anyway.
-  const maxPods = Math.max(
-    110,
-    Math.ceil((flags['job-completions'] + flags['statefulset-replicas']) / flags.nodes) + 10,
-  );
-  progress(`starting kubit-scheduler, kubit-controller-manager and ${flags.nodes} hollow nodes`);
-  const scheduler = daemon(cp, 'scheduler', 'scheduler', 'main.ts', [
-    `--kubeconfig=${schedKubeconfig}`,
-    '--leader-elect=false',
-    `--secure-port=${await freePort()}`,
-    '--bind-address=127.0.0.1',
-  ]);
-  cleanup.add('scheduler', () => scheduler.stop());
-  const cm = daemon(cp, 'controller-manager', 'controllers', 'main.ts', [
-    `--kubeconfig=${cmKubeconfig}`,
-    '--leader-elect=false',
-    `--secure-port=${await freePort()}`,
-    '--bind-address=127.0.0.1',
-  ]);
-  cleanup.add('controller manager', () => cm.stop());
-  const hollow = daemon(cp, 'hollow', 'kubelet', 'hollow.ts', [
-    `--nodes=${flags.nodes}`,
-    '--name-prefix=hollow-',
-    `--max-pods=${maxPods}`,
-    `--kubeconfig=${cp.kubeconfigPath}`,
-  ]);
-  cleanup.add('hollow nodes', () => hollow.stop());
-  const procs = [scheduler, cm, hollow];
-
-  const readyDeadline = now() + 300_000;
-  for (;;) {
-    for (const p of procs) if (!p.running) throw exitedError(cp, p);
-    const nodes = await client.list<Node>(resources.nodes);
-    const ready = nodes.items.filter((n) =>
-      n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
-    ).length;
-    if (ready === flags.nodes) break;
-    if (now() > readyDeadline)
-      throw new Error(`only ${ready} of ${flags.nodes} hollow nodes Ready after 300 s`);
-    await sleep(500);
+  const out = [`${header}\n`];
+  for (const run of runs) {
+    out.push(
+      `kubit-controller-manager with kubit-scheduler on kubit-apiserver on ${run.storeTitle}; ${flags.nodes} hollow nodes; the workloads one after another on the same cluster\n`,
+    );
+    for (const s of run.sections) out.push(`${singleTable(s.rows)}\n`);
   }
-  const rv = (await client.list(resources.pods, { limit: 1 })).metadata.resourceVersion ?? '0';
-  const watch = new PodWatch(benchClient(cp.kubeconfigPath, 2), rv);
-  cleanup.add('pod watch', () => watch.stop());
-  const stack: Stack = { cp, client, watch, procs, cm, timeoutMs: flags['timeout-seconds'] * 1000 };
-
-  const tables: string[] = [];
-  for (const w of workloads) {
-    if (w === 'daemonset') tables.push(await daemonSetBench(stack, flags.nodes));
-    if (w === 'statefulset') tables.push(await statefulSetBench(stack, flags['statefulset-replicas']));
-    if (w === 'job')
-      tables.push(
-        await jobBench(stack, flags['job-completions'], flags['job-parallelism'], flags['job-run-ms']),
-      );
+  if (runs.length === 2) {
+    out.push(`side by side: ${runs[0].storeTitle} vs ${runs[1].storeTitle}\n`);
+    for (const [i, s] of runs[0].sections.entries())
+      out.push(`${sideBySide(s.rows, runs[1].sections[i]?.rows ?? [])}\n`);
   }
-  if (!cp.apiserver.running) tables.push('apiserver EXITED during the run');
-
-  process.stdout.write(`${header}\n\n`);
-  process.stdout.write(
-    `kubit-controller-manager with kubit-scheduler on kubit-apiserver on ${storeTitle}; ${flags.nodes} hollow nodes; workloads run one after another on the same cluster\n\n`,
-  );
-  process.stdout.write(`${tables.join('\n\n')}\n`);
+  process.stdout.write(`${out.join('\n')}`);
 });
