@@ -1,6 +1,7 @@
 // CronJob schedules, read as Kubernetes reads them (robfig/cron's ParseStandard): five
 // fields or a macro (@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly),
-// evaluated in the CronJob's time zone (UTC when it has none). croner does the parsing;
+// evaluated in the CronJob's time zone (the process's own when it has none, as the
+// kube-controller-manager does). croner does the parsing;
 // what it accepts beyond the standard (seconds, years, L, W, #) is refused here, so a
 // schedule Kubit stores is one Kubernetes would store too.
 
@@ -48,7 +49,7 @@ export function parseCronSchedule(schedule: string, timeZone?: string): CronSche
   if (zone !== undefined && !isTimeZone(zone)) throw new Error(`unknown time zone ${zone}`);
   let cron: Cron;
   try {
-    cron = new Cron(fields.join(' '), { paused: true, mode: '5-part', timezone: zone || 'UTC' });
+    cron = new Cron(fields.join(' '), { paused: true, mode: '5-part', ...(zone ? { timezone: zone } : {}) });
   } catch (e) {
     throw new Error(String(e instanceof Error ? e.message : e).replace(/^CronPattern: /, ''));
   }

@@ -161,6 +161,17 @@ test('Job validation: counts, completion mode, restart policy and failure policy
   assert.match(created(long), /metadata.name: will not able to create pod with invalid DNS label: x{62}-9/);
 });
 
+test('Job status: counts not negative, uncounted pods once each', () => {
+  const j = job();
+  j.status = { active: -1, uncountedTerminatedPods: { succeeded: ['a', ''], failed: ['a'] } };
+  const out = created(j);
+  assert.match(out, /status.active: must be greater than or equal to 0/);
+  assert.match(out, /status.uncountedTerminatedPods.succeeded\[1\]: must not be empty/);
+  assert.match(out, /status.uncountedTerminatedPods.failed\[0\]: /);
+  j.status = { active: 1, succeeded: 2, uncountedTerminatedPods: { succeeded: ['a'], failed: ['b'] } };
+  assert.equal(created(j), '');
+});
+
 test('Job updates: selector, completions, completion mode and (unless suspended and new) template are immutable', () => {
   const old = job();
   (old.metadata as Obj).resourceVersion = '5';

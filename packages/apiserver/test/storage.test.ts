@@ -162,6 +162,14 @@ describe('claims and volumes', () => {
       /^NAME\s+STATUS\s+VOLUME\s+CAPACITY\s+ACCESS MODES\s+STORAGECLASS\s+VOLUMEATTRIBUTESCLASS\s+AGE$/,
     );
     assert.match(pvc[1], /^print\s+Bound\s+pv-print\s+5Gi\s+RWO\s+manual\s+<unset>\s+\S+$/);
+    const described = (await kubectl(cp, ['describe', 'pvc', 'print'])).stdout;
+    assert.match(described, /^Name:\s+print$/m);
+    assert.match(described, /^StorageClass:\s+manual$/m);
+    assert.match(described, /^Status:\s+Bound$/m);
+    assert.match(described, /^Volume:\s+pv-print$/m);
+    assert.match(described, /^Capacity:\s+5Gi$/m);
+    const describedPv = (await kubectl(cp, ['describe', 'pv', 'pv-print'])).stdout;
+    assert.match(describedPv, /^Reclaim Policy:\s+Retain$/m);
     const pending = (await kubectl(cp, ['get', 'pvc', 'defaulted'])).stdout.split('\n');
     assert.match(pending[1], /^defaulted\s+Pending\s+local-path\s+<unset>\s+\S+$/);
   });
@@ -179,6 +187,41 @@ describe('claims and volumes', () => {
     assert.ok(after.body.metadata.deletionTimestamp);
     const out = (await kubectl(cp, ['get', 'pvc', 'protected'])).stdout.split('\n');
     assert.match(out[1], /^protected\s+Terminating\s/);
+  });
+
+  it('kubectl apply creates volumes and claims; kubectl get pv,pvc,sc lists all three', async () => {
+    const manifest = `apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: applied-pv
+spec:
+  capacity:
+    storage: 2Gi
+  accessModes: [ReadWriteMany]
+  storageClassName: applied
+  nfs:
+    server: nfs.example.com
+    path: /exports/a
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: applied
+spec:
+  storageClassName: applied
+  accessModes: [ReadWriteMany]
+  resources:
+    requests:
+      storage: 1Gi
+`;
+    await kubectl(cp, ['apply', '-f', '-'], { input: manifest });
+    // Applying again is a no-op (the claim's spec is immutable, so any diff would be refused).
+    const again = await kubectl(cp, ['apply', '-f', '-'], { input: manifest });
+    assert.match(again.stdout, /persistentvolumeclaim\/applied unchanged/);
+    const out = (await kubectl(cp, ['get', 'pv,pvc,sc'])).stdout;
+    assert.match(out, /^persistentvolume\/applied-pv\s+2Gi\s+RWX\s+Retain\s+Pending\s+applied\s/m);
+    assert.match(out, /^persistentvolumeclaim\/applied\s+Pending\s+applied\s/m);
+    assert.match(out, /^storageclass\.storage\.k8s\.io\/local-path \(default\)\s/m);
   });
 
   it('bad volumes and claims are 422 with field paths', async () => {

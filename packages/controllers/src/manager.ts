@@ -6,6 +6,7 @@ import type { Logger } from '@kubit/daemon';
 import type { Cluster } from './cluster.js';
 import { type Controller, runWorkers } from './controller.js';
 import type { ControllerName } from './controller-names.js';
+import { CronJobController } from './cronjob/controller.js';
 import { DaemonSetController } from './daemonset/controller.js';
 import { DeploymentController } from './deployment/controller.js';
 import { pdbResource } from './disruption/budget.js';
@@ -80,6 +81,8 @@ export const GC_RESOURCES: readonly ResourceRef[] = [
   resources.namespaces,
   resources.persistentvolumeclaims,
   resources.persistentvolumes,
+  resources.jobs,
+  resources.cronjobs,
 ];
 
 export class ControllerManager {
@@ -260,6 +263,14 @@ export class ControllerManager {
     }
     if (on.has('ttl-after-finished') && served(resources.jobs)) {
       this.controllers.push(new TTLAfterFinishedController(cluster, this.informers, { log }));
+    }
+    if (on.has('cronjob')) {
+      // Its informers would wait for ever on an apiserver without batch/v1.
+      if (served(resources.cronjobs) && served(resources.jobs)) {
+        this.controllers.push(
+          new CronJobController(cluster, this.informers, { events: events('cronjob-controller'), log }),
+        );
+      } else log.warn('the apiserver serves no batch/v1 CronJobs; cronjob controller not started');
     }
     if (on.has('service-lb-ipam') && opts.loadBalancerIPRange) {
       this.controllers.push(

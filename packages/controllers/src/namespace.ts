@@ -44,6 +44,10 @@ export const namespacedForCleanup: readonly ResourceRef[] = [
   resources.leases,
   resources.events,
   pdbResource,
+  resources.persistentvolumeclaims,
+  resources.csistoragecapacities,
+  resources.jobs,
+  resources.cronjobs,
 ];
 
 export class NamespaceController implements Controller {

@@ -12,7 +12,14 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import type { ControllerRevision, Event, PersistentVolumeClaim, Pod, StatefulSet } from '@kubit/api';
+import type {
+  ControllerRevision,
+  Event,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  StatefulSet,
+} from '@kubit/api';
 import { KubeClient, resources } from '@kubit/client';
 import { startWorkloadCluster, type WorkloadCluster, waitFor } from '@kubit/testkit';
 import { w } from './cm-process.js';
@@ -24,7 +31,10 @@ let cluster: WorkloadCluster;
 let client: KubeClient;
 
 before(async () => {
-  cluster = await startWorkloadCluster({ nodes: 2, controllers: 'statefulset,garbagecollector' });
+  cluster = await startWorkloadCluster({
+    nodes: 2,
+    controllers: 'statefulset,garbagecollector,persistentvolume-binder,pvc-protection,pv-protection',
+  });
   client = KubeClient.fromKubeconfig({ kubeconfig: cluster.cp.kubeconfigPath });
 });
 
@@ -318,11 +328,29 @@ test('Parallel creates every pod at once, without waiting for any to be Ready', 
 });
 
 test('claims: one per pod, the same one back for a recreated pod, deleted as the retention policy says', async () => {
+  // Hollow nodes provision nothing: static volumes of no class, which the binder hands out.
+  for (const name of ['db-pv-a', 'db-pv-b']) {
+    await client.create(resources.persistentvolumes, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name },
+      spec: {
+        storageClassName: '',
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        hostPath: { path: `/tmp/${name}` },
+      },
+    } as PersistentVolume);
+  }
   const set = statefulSet('db', 2, {
     volumeClaimTemplates: [
       {
         metadata: { name: 'data' },
-        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+        spec: {
+          storageClassName: '',
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '1Gi' } },
+        },
       },
     ],
     persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Delete' },
@@ -338,6 +366,8 @@ test('claims: one per pod, the same one back for a recreated pod, deleted as the
     ).items.filter((c) => !c.metadata?.deletionTimestamp);
   const first = await claims();
   assert.deepEqual(first.map((c) => c.metadata!.name).sort(), ['data-db-0', 'data-db-1']);
+  // The scheduler held each pod until its claim was bound (Immediate binding).
+  assert.deepEqual(first.map((c) => c.spec!.volumeName).sort(), ['db-pv-a', 'db-pv-b']);
   for (const p of pods) {
     const claim = p.spec!.volumes!.find((v) => v.name === 'data')?.persistentVolumeClaim?.claimName;
     assert.equal(claim, `data-${p.metadata!.name}`);

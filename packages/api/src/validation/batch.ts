@@ -339,12 +339,33 @@ function templateLabels(spec: Obj): Record<string, string> {
 }
 
 export function validateJob(job: Obj, errs: FieldError[]): void {
+  const status = objAt(own(job, 'status'), 'status', errs);
+  if (status) validateJobStatus(status, errs);
   const spec = objAt(own(job, 'spec'), 'spec', errs);
   if (!spec) {
     errs.push(fieldErrors.required('spec.selector'));
     return;
   }
   validateJobSpec(spec, errs);
+}
+
+/** Kubernetes' validateJobStatus: counts not negative, each uncounted pod uid once and not empty. */
+function validateJobStatus(status: Obj, errs: FieldError[]): void {
+  for (const f of ['active', 'succeeded', 'failed', 'ready', 'terminating'])
+    nonNegativeInt(status, f, 'status', errs);
+  const uncounted = objAt(own(status, 'uncountedTerminatedPods'), 'status.uncountedTerminatedPods', errs);
+  if (!uncounted) return;
+  const seen = new Set<string>();
+  for (const f of ['succeeded', 'failed']) {
+    const p = `status.uncountedTerminatedPods.${f}`;
+    for (const [i, v] of arrAt(own(uncounted, f), p, errs).entries()) {
+      const uid = strAt(v, `${p}[${i}]`, errs);
+      if (uid === undefined) continue;
+      if (uid === '') errs.push(fieldErrors.invalid(`${p}[${i}]`, uid, 'must not be empty'));
+      else if (seen.has(uid)) errs.push(fieldErrors.duplicate(`${p}[${i}]`, uid));
+      else seen.add(uid);
+    }
+  }
 }
 
 /**

@@ -29,7 +29,7 @@ import { type Cluster, keyOf } from '../cluster.js';
 import { type Controller, RetryLater } from '../controller.js';
 import { type EventSink, noEvents } from '../events.js';
 import type { Node } from '../types.js';
-import { claimClass, findBestMatch, isPreBoundTo } from './matching.js';
+import { claimClass, findBestMatch, isPreBoundTo, mismatch } from './matching.js';
 
 export interface BinderOptions {
   events?: EventSink;
@@ -141,11 +141,17 @@ export class PersistentVolumeBinder implements Controller {
         : null
       : undefined;
     const all = this.volumes.store.list();
-    // A volume pre-bound to the claim (a provisioned one) is bound wherever it is.
+    // A volume pre-bound to the claim is bound whatever the binding mode: one made for
+    // this claim (its uid in claimRef, as a provisioner writes it) as it is, one a user
+    // reserved by name if it fits.
+    const preBound = all.find(
+      (pv) =>
+        isPreBoundTo(pv, claim) &&
+        !pv.metadata?.deletionTimestamp &&
+        (pv.spec?.claimRef?.uid || !mismatch(pv, claim)),
+    );
     const match =
-      all.find(
-        (pv) => isPreBoundTo(pv, claim) && !pv.metadata?.deletionTimestamp && pv.spec?.claimRef?.uid,
-      ) ?? (waitForConsumer && !selectedNode ? undefined : findBestMatch(claim, all, node));
+      preBound ?? (waitForConsumer && !selectedNode ? undefined : findBestMatch(claim, all, node));
     if (match) return this.bind(match, claim);
     if (waitForConsumer && !selectedNode) {
       this.events.event(
