@@ -3,7 +3,8 @@
 // garbage collector, kubit-scheduler, kubit-hollow nodes whose pods become
 // Running) and a second kubit-controller-manager running `job` and
 // `ttl-after-finished`, which the restart test stops and starts again. Hollow
-// nodes never end a pod, so the tests write the end a kubelet would report
+// nodes end a pod only when its annotations ask (kubit.dev/hollow-exit-code,
+// the last test), so the other tests write the end a kubelet would report
 // (pods/status Succeeded or Failed with a terminated container), as
 // Kubernetes' own Job integration tests do.
 import assert from 'node:assert/strict';
@@ -298,4 +299,18 @@ test('ttlSecondsAfterFinished deletes the finished Job and its pods', async () =
     }
   });
   await until('its pod deleted', async () => (await jobPods('ttl')).length === 0);
+});
+
+test('pods annotated to exit on hollow nodes run a Job to completion on their own', async () => {
+  const j = newJob('selfrun', { completions: 4, parallelism: 2 });
+  j.spec!.template.metadata = {
+    annotations: { 'kubit.dev/hollow-exit-code': '0', 'kubit.dev/hollow-run-ms': '200' },
+  };
+  await client.create(resources.jobs, w(j), { namespace: NS });
+  const done = await until('Complete', async () => {
+    const x = await getJob('selfrun');
+    return trueTypes(x).includes('Complete') && x;
+  });
+  assert.equal(done.status?.succeeded, 4);
+  assert.equal((await jobPods('selfrun')).length, 4);
 });

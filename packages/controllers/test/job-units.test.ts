@@ -2,10 +2,11 @@
 // pod failure policy matching.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Pod, PodFailurePolicy } from '@kubit/api';
+import type { Job, Pod, PodFailurePolicy } from '@kubit/api';
 import { backoffDelayMs, NO_BACKOFF, nextBackoffRecord, remainingBackoffMs } from '../src/job/backoff.js';
 import { matchPodFailurePolicy } from '../src/job/failure-policy.js';
 import { firstPendingIndexes, formatIndexes, parseIndexes, unionIndexes } from '../src/job/indexes.js';
+import { pastBackoffLimitOnFailure } from '../src/job/status.js';
 
 describe('completion indexes', () => {
   test('format as intervals and parse back', () => {
@@ -145,5 +146,35 @@ describe('pod failure policy', () => {
         .message,
       'Pod ns/p has condition DisruptionTarget matching FailJob rule at index 0',
     );
+  });
+});
+
+describe('backoffLimit with restartPolicy OnFailure', () => {
+  const onFailure = (restartPolicy: 'OnFailure' | 'Never'): Job => ({
+    spec: { template: { spec: { restartPolicy, containers: [{ name: 'main' }] } } },
+  });
+  const withRestarts = (n: number, phase = 'Running'): Pod => ({
+    status: {
+      phase,
+      containerStatuses: [{ name: 'main', image: 'x', imageID: '', ready: true, restartCount: n }],
+    },
+  });
+
+  test('container restarts of running pods count toward the limit', () => {
+    assert.equal(
+      pastBackoffLimitOnFailure(onFailure('OnFailure'), [withRestarts(1), withRestarts(1)], 3),
+      false,
+    );
+    assert.equal(
+      pastBackoffLimitOnFailure(onFailure('OnFailure'), [withRestarts(2), withRestarts(1)], 3),
+      true,
+    );
+    assert.equal(pastBackoffLimitOnFailure(onFailure('OnFailure'), [withRestarts(5, 'Succeeded')], 3), false);
+    assert.equal(pastBackoffLimitOnFailure(onFailure('Never'), [withRestarts(5)], 3), false);
+  });
+
+  test('a limit of 0 allows no restart at all', () => {
+    assert.equal(pastBackoffLimitOnFailure(onFailure('OnFailure'), [withRestarts(0)], 0), false);
+    assert.equal(pastBackoffLimitOnFailure(onFailure('OnFailure'), [withRestarts(1)], 0), true);
   });
 });

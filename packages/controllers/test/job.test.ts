@@ -117,6 +117,33 @@ describe('Job controller', () => {
     informers.stop();
   });
 
+  test('a slow watch never makes it create or delete twice (expectations)', async () => {
+    const { cluster, informers, jc, events } = await setup();
+    await cluster.create(res.jobs, 'default', job('slow', { completions: 6, parallelism: 3 }));
+    await new Promise((r) => setImmediate(r));
+    cluster.holdWatches();
+    await jc.reconcile('default/slow'); // creates 3; their ADDED events are held
+    await jc.reconcile('default/slow'); // the cache still shows none: must not create again
+    assert.equal(cluster.writesOf('create', 'pods').length, 3);
+    cluster.releaseWatches();
+    await settle([jc]);
+    assert.equal(cluster.writesOf('create', 'pods').length, 3);
+    // Fewer in parallel: one pod goes, once.
+    const j = await getJob(cluster, 'slow');
+    await cluster.update(res.jobs, { ...j, spec: { ...j.spec!, parallelism: 2 } });
+    await new Promise((r) => setImmediate(r));
+    cluster.holdWatches();
+    await jc.reconcile('default/slow');
+    await jc.reconcile('default/slow');
+    assert.equal(cluster.writesOf('delete', 'pods').length, 1);
+    cluster.releaseWatches();
+    await settle([jc]);
+    assert.equal(cluster.writesOf('delete', 'pods').length, 1);
+    assert.equal(events.reasons().filter((r) => r === 'SuccessfulDelete').length, 1);
+    assert.equal(running(cluster).length, 2);
+    informers.stop();
+  });
+
   test('every pod carries the tracking finalizer until it is counted', async () => {
     const { cluster, informers, run } = await setup();
     await cluster.create(res.jobs, 'default', job('t', { completions: 2, parallelism: 2 }));
@@ -178,6 +205,25 @@ describe('Job controller', () => {
     assert.equal(cluster.writesOf('create', 'pods').length, 3);
     assert.equal(events.reasons().at(-1), 'BackoffLimitExceeded');
     informers.stop();
+  });
+
+  test('a restarted controller keeps waiting out the back-off', async () => {
+    const { clock, cluster, informers, run } = await setup();
+    await cluster.create(res.jobs, 'default', job('patient', { backoffLimit: 3 }));
+    await run();
+    await finish(cluster, running(cluster)[0], 1);
+    await run();
+    informers.stop();
+    clock.now += 1000;
+    const informers2 = newFactory(cluster);
+    const jc2 = new JobController(cluster, informers2, { now: cluster.now });
+    await startInformers(informers2);
+    await settle([jc2]);
+    assert.equal(running(cluster).length, 0, 'still in the 10 s back-off');
+    clock.now += 9001;
+    await jc2.reconcile('default/patient');
+    assert.equal(running(cluster).length, 1);
+    informers2.stop();
   });
 
   test('activeDeadlineSeconds: running pods are deleted and the Job fails with DeadlineExceeded', async () => {
@@ -287,6 +333,30 @@ describe('Job controller', () => {
     assert.equal(j.status?.completedIndexes, '0');
     assert.equal(j.status?.conditions?.at(-1)?.type, 'Failed');
     assert.equal(j.status?.conditions?.at(-1)?.reason, 'FailedIndexes');
+    informers.stop();
+  });
+
+  test('backoffLimitPerIndex: a failed index waits out its own back-off, the others go on', async () => {
+    const { clock, cluster, informers, jc, run } = await setup();
+    await cluster.create(
+      res.jobs,
+      'default',
+      job('own', { completions: 3, parallelism: 2, completionMode: 'Indexed', backoffLimitPerIndex: 2 }),
+    );
+    await run();
+    const index = (p: Pod) => p.metadata?.annotations?.[COMPLETION_INDEX_ANNOTATION];
+    const indexes = () => running(cluster).map(index).sort();
+    assert.deepEqual(indexes(), ['0', '1']);
+    await finish(cluster, running(cluster).find((p) => index(p) === '1')!, 1);
+    await run();
+    assert.deepEqual(indexes(), ['0', '2'], 'index 2 takes the free place at once');
+    await finish(cluster, running(cluster).find((p) => index(p) === '0')!, 0);
+    await run();
+    assert.deepEqual(indexes(), ['2'], 'index 1 still in its back-off');
+    clock.now += 10_001;
+    await jc.reconcile('default/own');
+    await run();
+    assert.deepEqual(indexes(), ['1', '2']);
     informers.stop();
   });
 

@@ -25,7 +25,7 @@ import { MutationCache } from '../mutation-cache.js';
 import { controllerOf, isoNow, isPodReady } from '../objects.js';
 import { podsToDelete } from '../pod-ranking.js';
 import type { OwnerReference } from '../types.js';
-import { type BackoffRecord, NO_BACKOFF, nextBackoffRecord, remainingBackoffMs } from './backoff.js';
+import { remainingBackoffMs } from './backoff.js';
 import { findCondition, isJobFinished, type Verdict, withCondition } from './conditions.js';
 import { firstPendingIndexes, formatIndexes, podIndex } from './indexes.js';
 import { JobPodControl } from './pod-control.js';
@@ -45,7 +45,7 @@ import {
   moveCounted,
   successVerdict,
 } from './status.js';
-import { countFinishedPods, type Tally } from './tracking.js';
+import { backoffFromPods, countFinishedPods, type Tally } from './tracking.js';
 
 /** At most this many creates or deletes per sync (Kubernetes' burstReplicas for Jobs). */
 export const JOB_BURST = 500;
@@ -65,7 +65,6 @@ export class JobController implements Controller {
   readonly name = 'job';
   readonly queue = new RateLimitingQueue<string>();
   readonly expectations: Expectations;
-  private readonly backoff = new Map<string, BackoffRecord>();
   private readonly jobWrites: MutationCache<Job>;
   private readonly jobInformer: Informer<Job>;
   private readonly podInformer: Informer<Pod>;
@@ -172,7 +171,6 @@ export class JobController implements Controller {
     if (!cached) {
       this.expectations.delete(key);
       this.podControl.forget(key);
-      this.backoff.delete(key);
       // Pods of a deleted Job must not keep their finalizer for ever.
       await this.podControl.removeFinalizers(
         key,
@@ -214,12 +212,13 @@ export class JobController implements Controller {
     const ending =
       findCondition(job, 'FailureTarget')?.status === 'True' ||
       findCondition(job, 'SuccessCriteriaMet')?.status === 'True';
-    const tally: Tally = countFinishedPods(job, pods, pending, ending, now);
-    this.backoff.set(key, nextBackoffRecord(this.backoff.get(key) ?? NO_BACKOFF, tally.newlyFinished));
+    const tally: Tally = countFinishedPods(job, pods, pending, ending);
     status = await this.flush(key, job, status, tally);
 
     // 2. Where the Job stands.
-    const active = pods.filter(isActive);
+    // Pods it has deleted but whose deletion the cache has yet to show are as good as gone.
+    const leaving = pods.filter((p) => isActive(p) && this.expectations.deletionPending(key, keyOf(p)));
+    const active = pods.filter((p) => isActive(p) && !leaving.includes(p));
     const succeeded = status.succeeded ?? 0;
     const failed = (status.failed ?? 0) + (status.uncountedTerminatedPods?.failed?.length ?? 0);
     const completedIdx = tally.completedIndexes;
@@ -287,7 +286,9 @@ export class JobController implements Controller {
     status.active = staying.length;
     status.ready = staying.filter(isPodReady).length;
     status.terminating =
-      pods.filter((p) => !isPodTerminal(p) && p.metadata?.deletionTimestamp).length + gone.size;
+      pods.filter((p) => !isPodTerminal(p) && p.metadata?.deletionTimestamp).length +
+      leaving.length +
+      gone.size;
     const uncountedLeft =
       (status.uncountedTerminatedPods?.succeeded?.length ?? 0) +
       (status.uncountedTerminatedPods?.failed?.length ?? 0);
@@ -384,20 +385,33 @@ export class JobController implements Controller {
       : [];
     const missing = Math.min(want - keep.length - terminating.length, this.burst);
     if (missing <= 0) return { deleted };
-    const wait = remainingBackoffMs(this.backoff.get(key) ?? NO_BACKOFF, now);
-    if (wait > 0) return { deleted, requeueMs: wait };
     const templates: Pod[] = [];
+    let requeueMs: number | undefined;
     if (isIndexed(job)) {
       const taken = new Set([
         ...completedIdx,
         ...failedIdx,
         ...[...keep, ...terminating].map((p) => podIndex(p) ?? -1),
       ]);
-      for (const ix of firstPendingIndexes(completions ?? 1, missing, taken))
-        templates.push(podForJob(job, ix, indexFailures(pods, ix)));
-    } else for (let i = 0; i < missing; i++) templates.push(podForJob(job));
+      const perIndex = spec.backoffLimitPerIndex !== undefined;
+      // With backoffLimitPerIndex each index waits out its own failures; otherwise the Job's.
+      const jobWait = perIndex ? 0 : remainingBackoffMs(backoffFromPods(job, pods, now), now);
+      if (jobWait > 0) return { deleted, requeueMs: jobWait };
+      for (const ix of firstPendingIndexes(completions ?? 1, completions ?? 1, taken)) {
+        if (templates.length >= missing) break;
+        const ofIndex = pods.filter((p) => podIndex(p) === ix);
+        const wait = perIndex ? remainingBackoffMs(backoffFromPods(job, ofIndex, now), now) : 0;
+        if (wait > 0) requeueMs = Math.min(requeueMs ?? wait, wait);
+        else templates.push(podForJob(job, ix, indexFailures(ofIndex, ix)));
+      }
+    } else {
+      const wait = remainingBackoffMs(backoffFromPods(job, pods, now), now);
+      if (wait > 0) return { deleted, requeueMs: wait };
+      for (let i = 0; i < missing; i++) templates.push(podForJob(job));
+    }
+    if (templates.length === 0) return { deleted, requeueMs };
     await this.podControl.createPods(key, job, templates);
-    return { deleted };
+    return { deleted, requeueMs };
   }
 
   // ---- the Job's status ----

@@ -34,7 +34,11 @@ export function failureVerdict(
   active: readonly Pod[],
 ): Verdict | undefined {
   const spec = job.spec!;
-  if (spec.backoffLimitPerIndex === undefined && failed > (spec.backoffLimit ?? DEFAULT_BACKOFF_LIMIT))
+  const limit = spec.backoffLimit ?? DEFAULT_BACKOFF_LIMIT;
+  if (
+    spec.backoffLimitPerIndex === undefined &&
+    (failed > limit || pastBackoffLimitOnFailure(job, active, limit))
+  )
     return { reason: REASON_BACKOFF_LIMIT_EXCEEDED, message: MESSAGE_BACKOFF_LIMIT_EXCEEDED };
   if (deadlineMs !== undefined && deadlineMs <= 0)
     return { reason: REASON_DEADLINE_EXCEEDED, message: MESSAGE_DEADLINE_EXCEEDED };
@@ -85,6 +89,21 @@ export function matchSuccessPolicy(job: Job, completedIdx: readonly number[]): n
     } else if (among !== undefined && among.length > 0 && have === among.length) return i;
   }
   return undefined;
+}
+
+/**
+ * With restartPolicy OnFailure a failing container restarts inside its pod and
+ * the pod never fails: its restarts count toward backoffLimit instead.
+ */
+export function pastBackoffLimitOnFailure(job: Job, active: readonly Pod[], limit: number): boolean {
+  if (job.spec?.template?.spec?.restartPolicy !== 'OnFailure') return false;
+  let restarts = 0;
+  for (const p of active) {
+    if (p.status?.phase !== 'Running' && p.status?.phase !== 'Pending') continue;
+    for (const c of [...(p.status.initContainerStatuses ?? []), ...(p.status.containerStatuses ?? [])])
+      restarts += c.restartCount ?? 0;
+  }
+  return limit === 0 ? restarts > 0 : restarts >= limit;
 }
 
 /** Milliseconds until activeDeadlineSeconds passes (≤ 0: passed); undefined without one or while suspended. */

@@ -5,22 +5,19 @@
 // whose pod no longer holds the finalizer (or is gone) moves into the counters.
 // After a restart the status says what was being counted, and pods without the
 // finalizer were counted already.
-import type { Job, JobSpec, Pod } from '@kubit/api';
-import type { FinishedPod } from './backoff.js';
+import type { Job, Pod } from '@kubit/api';
+import { type BackoffRecord, type FinishedPod, NO_BACKOFF, nextBackoffRecord } from './backoff.js';
 import { REASON_POD_FAILURE_POLICY, type Verdict } from './conditions.js';
 import { type FailurePolicyMatch, matchPodFailurePolicy } from './failure-policy.js';
 import { parseIndexes, podIndex, podIndexFailureCount, unionIndexes } from './indexes.js';
 import { hasTrackingFinalizer, isIndexed, podFinishTime, podOutcome } from './pods.js';
 
 export interface Tally {
-  spec: JobSpec | undefined;
   /** Uids counted but not yet in succeeded/failed, including the ones found now. */
   uncountedSucceeded: Set<string>;
   uncountedFailed: Set<string>;
   completedIndexes: number[];
   failedIndexes: number[];
-  /** Pods that finished since the last sync, for the failure back-off. */
-  newlyFinished: FinishedPod[];
   /** Pods whose finalizer goes now (their end is recorded). */
   toRelease: Pod[];
   /** Uids of pods that still hold the finalizer after this sync's releases. */
@@ -41,7 +38,6 @@ export function countFinishedPods(
   pods: readonly Pod[],
   pending: ReadonlySet<string>,
   ending: boolean,
-  now: number,
 ): Tally {
   const spec = job.spec;
   const indexed = isIndexed(job);
@@ -49,12 +45,10 @@ export function countFinishedPods(
   const perIndexLimit = spec?.backoffLimitPerIndex;
   const uncounted = job.status?.uncountedTerminatedPods;
   const tally: Tally = {
-    spec,
     uncountedSucceeded: new Set(uncounted?.succeeded ?? []),
     uncountedFailed: new Set(uncounted?.failed ?? []),
     completedIndexes: indexed ? parseIndexes(job.status?.completedIndexes, completions) : [],
     failedIndexes: indexed ? parseIndexes(job.status?.failedIndexes, completions) : [],
-    newlyFinished: [],
     toRelease: [],
     stillHeld: new Set(),
     changed: false,
@@ -75,7 +69,6 @@ export function countFinishedPods(
     const ix = podIndex(p);
     const validIx = indexed && ix !== undefined && ix < completions ? ix : undefined;
     if (outcome === 'Succeeded') {
-      tally.newlyFinished.push({ succeeded: true, finishedAt: podFinishTime(p, now) });
       if (!indexed) {
         tally.uncountedSucceeded.add(uid);
         tally.changed = true;
@@ -95,10 +88,6 @@ export function countFinishedPods(
     if (!match.counts) continue; // Ignore: released without being counted.
     tally.uncountedFailed.add(uid);
     tally.changed = true;
-    // Only pods that failed on their own delay their replacements: the ones the
-    // controller deleted (suspend, fewer parallel pods) say nothing about the workload.
-    if (p.status?.phase === 'Failed')
-      tally.newlyFinished.push({ succeeded: false, finishedAt: podFinishTime(p, now) });
     if (validIx !== undefined && perIndexLimit !== undefined) {
       const failures = podIndexFailureCount(p) + 1;
       if (match.action === 'FailIndex' || failures > perIndexLimit) newFailed.push(validIx);
@@ -110,4 +99,23 @@ export function countFinishedPods(
     newFailed.filter((ix) => !tally.completedIndexes.includes(ix)),
   );
   return tally;
+}
+
+/**
+ * The failure back-off, from the Job's pods themselves (a finished pod stays
+ * until the Job goes), so a restarted controller keeps waiting where it was:
+ * the pods that failed since the last success, and when the latest did. Only
+ * pods that reached the Failed phase count: the ones the controller deleted
+ * (suspend, fewer in parallel) say nothing about the workload, and neither do
+ * those a podFailurePolicy ignores.
+ */
+export function backoffFromPods(job: Job, pods: readonly Pod[], now: number): BackoffRecord {
+  const finished: FinishedPod[] = [];
+  for (const p of pods) {
+    const phase = p.status?.phase;
+    if (phase === 'Succeeded') finished.push({ succeeded: true, finishedAt: podFinishTime(p, now) });
+    else if (phase === 'Failed' && matchPodFailurePolicy(job.spec?.podFailurePolicy, p).counts)
+      finished.push({ succeeded: false, finishedAt: podFinishTime(p, now) });
+  }
+  return nextBackoffRecord(NO_BACKOFF, finished);
 }
