@@ -621,6 +621,8 @@ async function runOnStore(
 runBench(async (outer) => {
   const flags = parseFlags(SCRIPT, process.argv.slice(2), DEFAULTS);
   // both: the same workloads on kubit-store and then on etcd, and a table of the two side by side.
+  if (!['kubit-store', 'etcd', 'both'].includes(flags.store))
+    throw new UsageError(`${SCRIPT}: --store takes kubit-store, etcd or both, not "${flags.store}"`);
   const programs: StoreProgram[] =
     flags.store === 'both' ? ['kubit-store', 'etcd'] : [storeProgram(SCRIPT, flags.store)];
   const workloads = parseWorkloads(flags.workloads);
