@@ -265,6 +265,8 @@ export const bootstrapClusterRoles: KObject[] = [
   // kubit-disk): the Node authorizer decides nothing here, so RBAC answers.
   clusterRole('system:kubit-node-volume-provisioner', [
     { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['list', 'watch', 'patch', 'update'] },
+    // A kubit-disk grown on its node: the claim's new capacity and the end of FileSystemResizePending.
+    { apiGroups: [''], resources: ['persistentvolumeclaims/status'], verbs: ['patch', 'update'] },
     {
       apiGroups: [''],
       resources: ['persistentvolumes'],

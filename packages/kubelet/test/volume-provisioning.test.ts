@@ -6,7 +6,7 @@
 // n1, bound to it; deleting the claim releases the volume, whose directory and object
 // the node removes (reclaim Delete).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,7 +42,7 @@ before(async () => {
     args: [
       `--kubeconfig=${await cp.kubeconfigFor('controller-manager', cp.pki.controllerManager)}`,
       '--leader-elect=false',
-      '--controllers=persistentvolume-binder,pvc-protection,pv-protection',
+      '--controllers=persistentvolume-binder,persistentvolume-expander,pvc-protection,pv-protection',
       `--secure-port=${await freePort()}`,
       '--bind-address=127.0.0.1',
     ],
@@ -139,4 +139,56 @@ test('a local-path claim placed on n1 is provisioned there, bound, and removed w
     Boolean,
   );
   assert.equal(existsSync(path), false);
+});
+
+test('a kubit-disk claim that grows: its disk file grows on n1 and the claim reports the new capacity', async () => {
+  const created = await admin.create<PersistentVolumeClaim>(
+    resources.persistentvolumeclaims,
+    {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'disk', annotations: { 'volume.kubernetes.io/selected-node': 'n1' } },
+      spec: {
+        storageClassName: 'kubit-disk',
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: '16Mi' } },
+      },
+    },
+    { namespace: 'default' },
+  );
+  await until(
+    'the claim Bound',
+    () => getClaim('disk'),
+    (c) => c.status?.phase === 'Bound',
+  );
+  const pvName = `pvc-${created.metadata?.uid}`;
+  const pv = await admin.get<PersistentVolume>(resources.persistentvolumes, pvName);
+  const file = pv.spec?.csi?.volumeAttributes?.['kubit.io/backing-file'] ?? '';
+  assert.equal(statSync(file).size, 16 * 1024 * 1024);
+
+  await admin.patch(
+    resources.persistentvolumeclaims,
+    'disk',
+    { spec: { resources: { requests: { storage: '48Mi' } } } },
+    { namespace: 'default', type: 'merge' },
+  );
+  const grown = await until(
+    'the claim to report 48Mi',
+    () => getClaim('disk'),
+    (c) => c.status?.capacity?.storage === '48Mi',
+  );
+  assert.deepEqual(grown.status?.conditions?.filter((c) => c.type === 'FileSystemResizePending') ?? [], []);
+  assert.equal(statSync(file).size, 48 * 1024 * 1024, 'the backing file grew');
+  assert.equal(
+    (await admin.get<PersistentVolume>(resources.persistentvolumes, pvName)).spec?.capacity?.storage,
+    '48Mi',
+  );
+
+  await admin.delete(resources.persistentvolumeclaims, 'disk', { namespace: 'default' });
+  await until(
+    'the volume gone',
+    () => missing(() => admin.get(resources.persistentvolumes, pvName)),
+    Boolean,
+  );
+  assert.equal(existsSync(file), false);
 });

@@ -113,3 +113,26 @@ export function toDelete(pv: PersistentVolume, nodeName: string): boolean {
     pv.spec?.persistentVolumeReclaimPolicy === 'Delete'
   );
 }
+
+/** The claim condition the expander sets on a kubit-disk claim that grew. */
+export const FILESYSTEM_RESIZE_PENDING = 'FileSystemResizePending';
+
+/**
+ * The disk to grow on this node, and to what size: a bound kubit-disk claim whose
+ * volume is here, waiting for FileSystemResizePending, with an allocated size.
+ */
+export function diskToGrow(
+  claim: PersistentVolumeClaim,
+  pv: PersistentVolume,
+  nodeName: string,
+): { file: string; bytes: number } | undefined {
+  if (!claim.status?.conditions?.some((c) => c.type === FILESYSTEM_RESIZE_PENDING && c.status === 'True'))
+    return undefined;
+  const allocated = claim.status.allocatedResources?.storage;
+  const file =
+    pv.spec?.csi?.driver === DISK_CSI_DRIVER
+      ? pv.spec.csi.volumeAttributes?.[DISK_BACKING_FILE_ATTRIBUTE]
+      : undefined;
+  if (!allocated || !file || volumeNode(pv) !== nodeName) return undefined;
+  return { file, bytes: toNumber(allocated) };
+}

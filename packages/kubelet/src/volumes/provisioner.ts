@@ -1,7 +1,9 @@
 // The kubelet as the provisioner of its own node's volumes (local-path, kubit-disk):
 // claims the scheduler placed here get a directory or a disk and a PersistentVolume;
-// Released volumes with reclaim Delete lose their data, then their finalizer; the
-// node's free space is published as one CSIStorageCapacity per class.
+// Released volumes with reclaim Delete lose their data, then their finalizer; a
+// kubit-disk whose claim grew (FileSystemResizePending, set by the expander) grows
+// here, file and filesystem, and the claim gets its new capacity; the node's free
+// space is published as one CSIStorageCapacity per class.
 
 import { rm } from 'node:fs/promises';
 import {
@@ -14,13 +16,20 @@ import {
   SELECTED_NODE_ANNOTATION,
 } from '@kubit/api';
 import { EventRecorder, Informer, type KubeClient, resources } from '@kubit/client';
-import { readMountTable } from '@kubit/cri/host-mounts';
+import { loopDevicesOf, readMountTable } from '@kubit/cri/host-mounts';
 import type { Logger } from '@kubit/daemon';
 import type { PersistentVolume, PersistentVolumeClaim } from 'kubernetes-types/core/v1.js';
 import type { StorageClass } from 'kubernetes-types/storage/v1.js';
-import { createBackingFile, detach } from './disk.js';
+import { createBackingFile, detach, grow } from './disk.js';
 import type { LocalStorage } from './local-path.js';
-import { provisionerFor, requestedBytes, toDelete, volumeFor } from './provisioned-volume.js';
+import {
+  diskToGrow,
+  FILESYSTEM_RESIZE_PENDING,
+  provisionerFor,
+  requestedBytes,
+  toDelete,
+  volumeFor,
+} from './provisioned-volume.js';
 
 /** How often free space is published (the scheduler reads it for WaitForFirstConsumer claims). */
 const CAPACITY_REFRESH_MS = 30_000;
@@ -85,10 +94,53 @@ export class NodeVolumeProvisioner {
   private claim(claim: PersistentVolumeClaim): void {
     const provisioner = provisionerFor(claim, this.nodeName);
     if (provisioner) this.once(`claim/${claim.metadata?.uid}`, () => this.provision(claim, provisioner));
+    const pv = this.volumes.store.get(claim.spec?.volumeName ?? '');
+    const growth = pv && diskToGrow(claim, pv, this.nodeName);
+    if (growth)
+      this.once(`resize/${claim.metadata?.uid}`, () => this.resize(claim, growth.file, growth.bytes));
+  }
+
+  /**
+   * Grows a kubit-disk to its claim's allocated size: the file and the loop device, and
+   * the ext4 filesystem too (online when mounted). Then the claim's capacity is the new
+   * size and FileSystemResizePending is over. Where the filesystem can only grow at the
+   * next mount, the condition stays until then.
+   */
+  private async resize(claim: PersistentVolumeClaim, file: string, bytes: number): Promise<void> {
+    const [dev] = loopDevicesOf(file);
+    const mounted = !!dev && readMountTable().some((m) => m.source === dev);
+    const result = await grow(file, bytes, mounted);
+    if (result === 'pending') {
+      this.log.info({ file, bytes }, 'disk grown; its filesystem grows at the next mount');
+      return;
+    }
+    const status = claim.status ?? {};
+    await this.client.patch(
+      resources.persistentvolumeclaims,
+      claim.metadata?.name ?? '',
+      {
+        metadata: { resourceVersion: claim.metadata?.resourceVersion },
+        status: {
+          capacity: { ...status.capacity, storage: status.allocatedResources?.storage },
+          conditions: (status.conditions ?? []).filter((c) => c.type !== FILESYSTEM_RESIZE_PENDING),
+        },
+      },
+      { namespace: claim.metadata?.namespace ?? 'default', subresource: 'status', type: 'merge' },
+    );
+    this.event(
+      claim,
+      'Normal',
+      'FileSystemResizeSuccessful',
+      `MountVolume.NodeExpandVolume succeeded for volume "${claim.spec?.volumeName}" ${this.nodeName}`,
+    );
   }
 
   private volume(pv: PersistentVolume): void {
     if (toDelete(pv, this.nodeName)) this.once(`pv/${pv.metadata?.name}`, () => this.delete(pv));
+    // The claim may have been seen before its volume was: look at it again.
+    const ref = pv.spec?.claimRef;
+    const claim = ref?.name ? this.claims.store.get(ref.name, ref.namespace) : undefined;
+    if (claim) this.claim(claim);
   }
 
   private event(
