@@ -665,6 +665,17 @@ ${nodeSelector ? `  nodeSelector:\n    kubernetes.io/hostname: ${nodeSelector}\n
         ).trim(),
         'ext4',
       );
+      // The disk is as big as the claim: df shows its size, and writing past it is ENOSPC.
+      const df = (await kubectl(['exec', 'writer-1', '--', 'sh', '-c', 'df -k /disk | tail -1']))
+        .trim()
+        .split(/\s+/);
+      const sizeKiB = Number(df[1]);
+      assert.ok(sizeKiB > 48 * 1024 && sizeKiB <= 64 * 1024, `df shows ${sizeKiB} KiB for a 64Mi disk`);
+      await assert.rejects(
+        kubectl(['exec', 'writer-1', '--', 'sh', '-c', 'dd if=/dev/zero of=/disk/big bs=1M count=100']),
+        /No space left on device/,
+      );
+      await kubectl(['exec', 'writer-1', '--', 'rm', '/disk/big']);
 
       // A new pod with the same claims goes to the volumes' node by itself and reads what the first wrote.
       await kubectl(['delete', 'pod', 'writer-1', '--wait=true']);
@@ -708,12 +719,48 @@ ${nodeSelector ? `  nodeSelector:\n    kubernetes.io/hostname: ${nodeSelector}\n
         (await kubectl(['get', 'pvc', 'notes', '-o', 'jsonpath={.status.phase}'])).trim(),
         'Bound',
       );
-      await kubectl(['delete', 'pod', 'writer-2', 'elsewhere', '--wait=true']);
+      await kubectl(['delete', 'pod', 'elsewhere', '--wait=true']);
+      // kill -9 of node-2's kubelet while writer-2 is being deleted: the kubelet started again
+      // finds the pod's mounts in the mount table, unmounts them and detaches the disk.
+      const writerUid = (await kubectl(['get', 'pod', 'writer-2', '-o', 'jsonpath={.metadata.uid}'])).trim();
+      await kubectl(['delete', 'pod', 'writer-2', '--wait=false']);
+      const kubeletPid = pidOf('kubit-kubelet-node-2');
+      process.kill(kubeletPid, 'SIGKILL');
+      await waitFor(
+        'the kubelet to die',
+        async () => (existsSync(`/proc/${kubeletPid}/cmdline`) ? undefined : true),
+        10_000,
+      );
+      const again = await launch(['up', ...upArgs, '--timeout', '180'], 300_000);
+      assert.equal(again.code, 0, `up after killing the kubelet failed:\n${again.out}`);
+      await waitFor(
+        'writer-2 to be gone',
+        async () =>
+          (await kubectl(['get', 'pods', '-o', 'name'])).includes('pod/writer-2') ? undefined : true,
+        120_000,
+      );
+      await waitFor(
+        'writer-2’s volume mounts to be gone',
+        async () =>
+          readFileSync('/proc/self/mountinfo', 'utf8').includes(`/pods/${writerUid}/`) ? undefined : true,
+        60_000,
+      );
       await waitFor(
         'the claims and their volumes to be removed',
         async () => ((await kubectl(['get', 'pv,pvc', '-o', 'name'])).trim() === '' ? true : undefined),
         120_000,
       );
+      const loops = readdirSync('/sys/block').filter((d) => d.startsWith('loop'));
+      const backing = loops
+        .map((d) => {
+          try {
+            return readFileSync(`/sys/block/${d}/loop/backing_file`, 'utf8').trim();
+          } catch {
+            return '';
+          }
+        })
+        .filter((f) => f.startsWith(stateDir) || f.startsWith(realpathSync(stateDir)));
+      assert.deepEqual(backing, [], 'no loop device is left attached to a disk of this cluster');
       const storage = join(stateDir, 'nodes', 'node-2', 'storage');
       assert.deepEqual(
         existsSync(storage) ? readdirSync(storage).filter((f) => f.startsWith('pvc-')) : [],

@@ -69,6 +69,7 @@ export const GC_RESOURCES: readonly ResourceRef[] = [
   resources.daemonsets,
   resources.statefulsets,
   resources.controllerrevisions,
+  resources.jobs,
   resources.pods,
   resources.services,
   resources.endpoints,

@@ -34,6 +34,7 @@ export const namespacedForCleanup: readonly ResourceRef[] = [
   resources.replicationcontrollers,
   resources.statefulsets,
   resources.controllerrevisions,
+  resources.jobs,
   resources.pods,
   resources.services,
   resources.endpoints,
