@@ -67,3 +67,34 @@ export const NODE_LOCAL_PROVISIONERS: readonly string[] = Object.freeze([
 export function provisionedVolumeName(claimUid: string): string {
   return `pvc-${claimUid}`;
 }
+
+interface ClassLike {
+  metadata?: { name?: string; creationTimestamp?: string; annotations?: Record<string, string> };
+}
+
+export function isDefaultStorageClass(sc: ClassLike): boolean {
+  const a = sc.metadata?.annotations ?? {};
+  return (
+    a[DEFAULT_STORAGE_CLASS_ANNOTATION] === 'true' || a[BETA_DEFAULT_STORAGE_CLASS_ANNOTATION] === 'true'
+  );
+}
+
+/**
+ * The default class: of several marked default, the newest (then the first by name), as
+ * Kubernetes' GetDefaultClass. The admission of new claims and the binder's retroactive
+ * assignment (claims made before any class was default) both pick it this way.
+ */
+export function defaultClassOf<T extends ClassLike>(classes: Iterable<T>): T | undefined {
+  let best: T | undefined;
+  for (const sc of classes) {
+    if (!isDefaultStorageClass(sc)) continue;
+    if (!best) {
+      best = sc;
+      continue;
+    }
+    const a = Date.parse(sc.metadata?.creationTimestamp ?? '') || 0;
+    const b = Date.parse(best.metadata?.creationTimestamp ?? '') || 0;
+    if (a > b || (a === b && (sc.metadata?.name ?? '') < (best.metadata?.name ?? ''))) best = sc;
+  }
+  return best;
+}

@@ -6,9 +6,8 @@
 // - PersistentVolumeClaimResize: a claim's storage request grows only when it is bound
 //   and its class allows expansion (403 otherwise; shrinking is validation's 422).
 import {
-  BETA_DEFAULT_STORAGE_CLASS_ANNOTATION,
   compareQuantities,
-  DEFAULT_STORAGE_CLASS_ANNOTATION,
+  defaultClassOf,
   forbiddenWithMessage,
   PV_PROTECTION_FINALIZER,
   PVC_PROTECTION_FINALIZER,
@@ -23,29 +22,6 @@ const BETA_CLASS_ANNOTATION = 'volume.beta.kubernetes.io/storage-class';
 
 const isClaims = (def: KindDef) => def.group === '' && def.resource === 'persistentvolumeclaims';
 const isVolumes = (def: KindDef) => def.group === '' && def.resource === 'persistentvolumes';
-
-function isDefault(sc: KObject): boolean {
-  const a = obj(sc.metadata?.annotations);
-  return (
-    a[DEFAULT_STORAGE_CLASS_ANNOTATION] === 'true' || a[BETA_DEFAULT_STORAGE_CLASS_ANNOTATION] === 'true'
-  );
-}
-
-/** The default class: of several, the newest (then the first by name), as Kubernetes' GetDefaultClass. */
-export function defaultClassOf(classes: Iterable<KObject>): KObject | undefined {
-  let best: KObject | undefined;
-  for (const sc of classes) {
-    if (!isDefault(sc)) continue;
-    if (!best) {
-      best = sc;
-      continue;
-    }
-    const a = Date.parse(str(sc.metadata?.creationTimestamp)) || 0;
-    const b = Date.parse(str(best.metadata?.creationTimestamp)) || 0;
-    if (a > b || (a === b && str(sc.metadata?.name) < str(best.metadata?.name))) best = sc;
-  }
-  return best;
-}
 
 function addFinalizer(o: KObject, finalizer: string): void {
   const m = o.metadata ?? {};

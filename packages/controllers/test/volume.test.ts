@@ -410,4 +410,26 @@ describe('persistent-volume expander', () => {
     // Until the node grows the filesystem, the claim reports what it has.
     assert.deepEqual(grown.status?.capacity, c.status?.capacity);
   });
+
+  test('a claim made while no class was the default gets the default class once there is one', async () => {
+    const DEFAULT = 'storageclass.kubernetes.io/is-default-class';
+    const mark = (v: string | null) =>
+      client.patch(resources.storageclasses, 'local-path', { metadata: { annotations: { [DEFAULT]: v } } });
+    await mark(null);
+    try {
+      const c = claim('late', '1Gi');
+      delete c.spec?.storageClassName;
+      const created = await client.create<PersistentVolumeClaim>(resources.persistentvolumeclaims, c);
+      assert.equal(created.spec?.storageClassName, undefined, 'no default class at admission');
+      await mark('true');
+      await until(
+        'late to get local-path',
+        () => getClaim('late'),
+        (x) => x.spec?.storageClassName === 'local-path',
+      );
+    } finally {
+      await mark('true');
+      await client.delete(resources.persistentvolumeclaims, 'late', { namespace: NS }).catch(() => {});
+    }
+  });
 });

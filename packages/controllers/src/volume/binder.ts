@@ -14,6 +14,7 @@ import {
   BETA_STORAGE_PROVISIONER_ANNOTATION,
   BIND_COMPLETED_ANNOTATION,
   BOUND_BY_CONTROLLER_ANNOTATION,
+  defaultClassOf,
   isConflict,
   isNotFound,
   type PersistentVolume,
@@ -87,13 +88,16 @@ export class PersistentVolumeBinder implements Controller {
       onUpdate: (_o, pv) => volumeChanged(pv),
       onDelete: volumeChanged,
     });
-    // A class created after its claims lets them provision.
-    this.classes.addEventHandler({
-      onAdd: (sc) => {
-        for (const c of this.claims.store.list())
-          if (!c.spec?.volumeName && claimClass(c) === sc.metadata?.name) this.queue.add(CLAIM + keyOf(c));
-      },
-    });
+    // A class created after its claims lets them provision; a new default class is given
+    // to the claims that name none.
+    const classChanged = (sc: StorageClass) => {
+      for (const c of this.claims.store.list()) {
+        if (c.spec?.volumeName) continue;
+        if (claimClass(c) === sc.metadata?.name || c.spec?.storageClassName === undefined)
+          this.queue.add(CLAIM + keyOf(c));
+      }
+    };
+    this.classes.addEventHandler({ onAdd: classChanged, onUpdate: (_o, sc) => classChanged(sc) });
   }
 
   async reconcile(key: string): Promise<void> {
@@ -116,6 +120,7 @@ export class PersistentVolumeBinder implements Controller {
 
   private async syncUnboundClaim(claim: PersistentVolumeClaim): Promise<void> {
     if (claim.metadata?.deletionTimestamp) return; // nothing to bind a claim on its way out to
+    if (await this.assignDefaultClass(claim)) return; // the update comes back as an event
     const volumeName = claim.spec?.volumeName;
     if (volumeName) {
       // The user asked for this volume.
@@ -184,6 +189,25 @@ export class PersistentVolumeBinder implements Controller {
   }
 
   /** Kubernetes' provisionClaimOperationExternal: names the provisioner on the claim and waits. */
+  /**
+   * Retroactive default class (Kubernetes 1.28+): a claim made while no class was the
+   * default, with no class named at all (not even ""), gets the default class once one
+   * exists. Returns whether it wrote.
+   */
+  private async assignDefaultClass(claim: PersistentVolumeClaim): Promise<boolean> {
+    if (claim.spec?.storageClassName !== undefined || claim.spec?.volumeName) return false;
+    if (claim.metadata?.annotations?.['volume.beta.kubernetes.io/storage-class'] !== undefined) return false;
+    const sc = defaultClassOf(this.classes.store.list());
+    if (!sc?.metadata?.name) return false;
+    await this.write(() =>
+      this.cluster.update(resources.persistentvolumeclaims, {
+        ...claim,
+        spec: { ...claim.spec, storageClassName: sc.metadata?.name },
+      }),
+    );
+    return true;
+  }
+
   private async askProvisioner(claim: PersistentVolumeClaim, provisioner: string): Promise<void> {
     const a = claim.metadata?.annotations ?? {};
     if (
