@@ -962,7 +962,8 @@ spec:
         'web-0.web to resolve from web-1',
         async () => {
           try {
-            return await kubectl(['exec', 'web-1', '--', 'nslookup', 'web-0.web']);
+            // busybox's nslookup applies no search path to a name with a dot: the FQDN.
+            return await kubectl(['exec', 'web-1', '--', 'nslookup', 'web-0.web.default.svc.cluster.local']);
           } catch {
             return undefined;
           }
@@ -970,7 +971,7 @@ spec:
         60_000,
       );
       const web0 = (await podFields('web-0', '{.status.podIP}'))[0];
-      assert.ok(lookup.includes(web0), `web-0.web resolves to ${web0}:\n${lookup}`);
+      assert.ok(lookup.includes(web0), `web-0.web.default.svc.cluster.local resolves to ${web0}:\n${lookup}`);
       await kubectl(['delete', 'statefulset', 'web', '--wait=true']);
       await kubectl(['delete', 'service', 'web']);
       await kubectl(['delete', 'pvc', 'data-web-0', 'data-web-1', '--wait=true']);
