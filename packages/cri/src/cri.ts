@@ -11,6 +11,7 @@ import {
   type ContainerStats,
   type ContainerStatus,
   type ExecSyncResult,
+  type FilesystemUsage,
   type Image,
   NOT_FOUND,
   type PodSandbox,
@@ -257,6 +258,20 @@ export class CriRuntime implements ContainerRuntime {
       cpuUsageCoreNanoSeconds: res.stats?.cpu?.usageCoreNanoSeconds?.value ?? 0,
       memoryWorkingSetBytes: res.stats?.memory?.workingSetBytes?.value ?? 0,
     };
+  }
+
+  async imageFsInfo(): Promise<FilesystemUsage[]> {
+    type Usage = {
+      fsId?: { mountpoint?: string };
+      usedBytes?: { value: number };
+      inodesUsed?: { value: number };
+    };
+    const res = await this.call<{ imageFilesystems?: Usage[] }>(this.images, 'ImageFsInfo', {});
+    return (res.imageFilesystems ?? []).map((u) => ({
+      mountpoint: u.fsId?.mountpoint ?? '',
+      usedBytes: u.usedBytes?.value ?? 0,
+      inodesUsed: u.inodesUsed?.value ?? 0,
+    }));
   }
 
   async imageStatus(image: string): Promise<Image | undefined> {

@@ -1,6 +1,7 @@
 // /stats/summary over HTTPS on a real containerd: a pod's kubit-disk shows its own
 // size and the bytes a container writes to it, an emptyDir its walked usage, the
-// containers their CPU and memory from the runtime; only the apiserver may read it.
+// containers their CPU and memory and the image filesystem from the runtime; only the
+// apiserver may read it.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -203,6 +204,18 @@ test('a pod with a kubit-disk and an emptyDir: its volumes, containers and the n
     assert.ok((after.node.fs?.capacityBytes ?? 0) > 0);
     assert.ok((after.node.cpu?.usageCoreNanoSeconds ?? 0) > 0);
     assert.ok((after.node.memory?.workingSetBytes ?? 0) > 0);
+    // The image filesystem: containerd's own account of its images (CRI ImageFsInfo) on its snapshotter's fs.
+    // containerd counts its snapshots' usage in a periodic sync (every 10 s), so the first reads may say 0.
+    let imageFs = after.node.runtime?.imageFs;
+    await waitUntil(
+      'containerd to count its images',
+      async () => {
+        imageFs = (await summary()).node.runtime?.imageFs;
+        return (imageFs?.usedBytes ?? 0) > 0 && (imageFs?.inodesUsed ?? 0) > 0;
+      },
+      40_000,
+    );
+    assert.ok((imageFs?.capacityBytes ?? 0) >= (imageFs?.usedBytes ?? 0));
   } finally {
     node.manager.remove(pod);
     await waitUntil('the pod to be torn down', async () => loopDevicesOf(disk).length === 0, 60_000);

@@ -6,6 +6,7 @@ import {
   type ContainerStats,
   type ContainerStatus,
   type ExecSyncResult,
+  type FilesystemUsage,
   type Image,
   type Labels,
   NOT_FOUND,
@@ -336,6 +337,11 @@ export class FakeRuntime implements ContainerRuntime {
 
   async removeImage(image: string): Promise<void> {
     this.images.delete(normalizeImageName(image));
+  }
+
+  /** An in-memory runtime keeps its images on no filesystem. */
+  async imageFsInfo(): Promise<FilesystemUsage[]> {
+    return [];
   }
 
   close(): void {

@@ -236,6 +236,14 @@ export class StatsCollector {
     return out;
   }
 
+  /** The runtime's image filesystem: what its images take (CRI), the rest from statfs of its mountpoint. */
+  private async imageFs(): Promise<FsUsage | undefined> {
+    const [images] = await this.opts.runtime.imageFsInfo().catch(() => []);
+    if (!images) return undefined;
+    const fs = images.mountpoint ? await fsUsageOf(images.mountpoint).catch(() => undefined) : undefined;
+    return { ...fs, usedBytes: images.usedBytes, inodesUsed: images.inodesUsed };
+  }
+
   async summary(): Promise<Summary> {
     const proc = this.opts.procDir ?? '/proc';
     const [stat, meminfo] = await Promise.all([
@@ -254,6 +262,7 @@ export class StatsCollector {
       });
     }
     this.rates.keep(seen);
+    const imageFs = await this.imageFs();
     // Directories not asked about for a while belong to pods that are gone.
     const stale = time.getTime() - 6 * (this.opts.walkCacheMs ?? 10_000);
     for (const [k, v] of this.walked) if (v.at < stale) this.walked.delete(k);
@@ -262,6 +271,7 @@ export class StatsCollector {
       time,
       nodeStartTime: cpu?.bootTime ?? time,
       nodeFs: await fsUsageOf(this.opts.rootDir),
+      ...(imageFs ? { imageFs } : {}),
       ...(cpu ? { nodeCpu: this.rates.sample('node', cpu.usageCoreNanoSeconds, time.getTime()) } : {}),
       ...(meminfo ? { nodeMemory: parseMeminfo(meminfo) } : {}),
       pods,
