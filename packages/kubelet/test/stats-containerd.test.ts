@@ -199,6 +199,13 @@ test('a pod with a kubit-disk and an emptyDir: its volumes, containers and the n
     assert.equal(typeof c?.cpu?.usageNanoCores, 'number');
     assert.equal(podOf(after)?.podRef.name, 'stats-user');
 
+    // metrics-server's read: CPU and memory only, no volumes.
+    const light = JSON.parse((await get('/stats/summary?only_cpu_and_memory=true')).body) as Summary;
+    const lightPod = podOf(light);
+    assert.equal(lightPod?.volume, undefined);
+    assert.equal(light.node.fs, undefined);
+    assert.ok((lightPod?.containers[0]?.cpu?.usageCoreNanoSeconds ?? 0) > 0);
+
     // The node: its name, its fs, CPU and memory from /proc.
     assert.equal(after.node.nodeName, 'node-1');
     assert.ok((after.node.fs?.capacityBytes ?? 0) > 0);

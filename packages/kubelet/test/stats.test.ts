@@ -138,6 +138,42 @@ test('a pod with no running containers has no cpu or memory, and no volume list 
   assert.equal(s.pods[0]['ephemeral-storage']?.usedBytes, 0);
 });
 
+test('only_cpu_and_memory: no filesystems, volumes, logs or ephemeral storage', () => {
+  const s = buildSummary({
+    nodeName: 'n',
+    time: new Date(0),
+    nodeStartTime: new Date(0),
+    onlyCpuAndMemory: true,
+    nodeFs,
+    imageFs: nodeFs,
+    nodeCpu: { usageCoreNanoSeconds: 1 },
+    pods: [
+      {
+        pod,
+        containers: [
+          {
+            name: 'a',
+            startedAt: 0,
+            cpu: { usageCoreNanoSeconds: 7 },
+            memoryWorkingSetBytes: 3,
+            logs: { usedBytes: 1 },
+          },
+        ],
+        volumes: new Map([['scratch', nodeFs]]),
+      },
+    ],
+  });
+  assert.deepEqual(Object.keys(s.node).sort(), ['cpu', 'nodeName', 'startTime']);
+  const p = s.pods[0];
+  assert.deepEqual(Object.keys(p).sort(), ['containers', 'cpu', 'memory', 'podRef', 'startTime']);
+  assert.deepEqual(p.containers[0], {
+    name: 'a',
+    startTime: new Date(0).toISOString(),
+    cpu: { time: new Date(0).toISOString(), usageCoreNanoSeconds: 7 },
+    memory: { time: new Date(0).toISOString(), workingSetBytes: 3 },
+  });
+});
+
 test('/proc/stat and /proc/meminfo', () => {
   const stat = 'cpu  100 5 50 1000 20 3 2 1 0 0\ncpu0 50 2 25 500 10 1 1 0 0 0\nbtime 1700000000\n';
   const cpu = parseProcStatCpu(stat);

@@ -85,9 +85,9 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Fa
     items: opts.manager.pods(),
   }));
 
-  app.get('/stats/summary', async (_req, reply) => {
+  app.get<{ Querystring: Record<string, string> }>('/stats/summary', async (req, reply) => {
     if (!opts.stats) return status(reply, 404, 'NotFound', 'this kubelet serves no stats');
-    return opts.stats.summary();
+    return opts.stats.summary({ onlyCpuAndMemory: req.query.only_cpu_and_memory === 'true' });
   });
 
   app.get<{

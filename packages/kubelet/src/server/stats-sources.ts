@@ -203,7 +203,7 @@ export class StatsCollector {
     return out;
   }
 
-  private async containersOf(pod: Pod, seen: Set<string>): Promise<ContainerSample[]> {
+  private async containersOf(pod: Pod, seen: Set<string>, withLogs: boolean): Promise<ContainerSample[]> {
     const uid = pod.metadata?.uid ?? '';
     const listed = await this.opts.runtime
       .listContainers({ labelSelector: { [POD_UID_LABEL]: uid } })
@@ -222,9 +222,10 @@ export class StatsCollector {
       const stats = await this.opts.runtime.containerStats(c.id).catch(() => undefined);
       if (!stats) continue;
       seen.add(c.id);
-      const logs = existsSync(join(logsDir, name))
-        ? await this.walkedUsage(join(logsDir, name)).catch(() => undefined)
-        : undefined;
+      const logs =
+        withLogs && existsSync(join(logsDir, name))
+          ? await this.walkedUsage(join(logsDir, name)).catch(() => undefined)
+          : undefined;
       out.push({
         name,
         startedAt: Math.floor(c.createdAt / 1e6),
@@ -244,7 +245,9 @@ export class StatsCollector {
     return { ...fs, usedBytes: images.usedBytes, inodesUsed: images.inodesUsed };
   }
 
-  async summary(): Promise<Summary> {
+  /** The Summary; `onlyCpuAndMemory` (metrics-server's query) skips every filesystem and walk. */
+  async summary(opts: { onlyCpuAndMemory?: boolean } = {}): Promise<Summary> {
+    const full = !opts.onlyCpuAndMemory;
     const proc = this.opts.procDir ?? '/proc';
     const [stat, meminfo] = await Promise.all([
       readFile(join(proc, 'stat'), 'utf8').catch(() => undefined),
@@ -257,12 +260,12 @@ export class StatsCollector {
     for (const pod of this.opts.pods()) {
       pods.push({
         pod,
-        containers: await this.containersOf(pod, seen),
-        volumes: await this.volumesOf(pod),
+        containers: await this.containersOf(pod, seen, full),
+        volumes: full ? await this.volumesOf(pod) : new Map(),
       });
     }
     this.rates.keep(seen);
-    const imageFs = await this.imageFs();
+    const imageFs = full ? await this.imageFs() : undefined;
     // Directories not asked about for a while belong to pods that are gone.
     const stale = time.getTime() - 6 * (this.opts.walkCacheMs ?? 10_000);
     for (const [k, v] of this.walked) if (v.at < stale) this.walked.delete(k);
@@ -270,7 +273,8 @@ export class StatsCollector {
       nodeName: this.opts.nodeName,
       time,
       nodeStartTime: cpu?.bootTime ?? time,
-      nodeFs: await fsUsageOf(this.opts.rootDir),
+      onlyCpuAndMemory: !full,
+      ...(full ? { nodeFs: await fsUsageOf(this.opts.rootDir) } : {}),
       ...(imageFs ? { imageFs } : {}),
       ...(cpu ? { nodeCpu: this.rates.sample('node', cpu.usageCoreNanoSeconds, time.getTime()) } : {}),
       ...(meminfo ? { nodeMemory: parseMeminfo(meminfo) } : {}),

@@ -96,7 +96,10 @@ export interface SummaryInputs {
   nodeName: string;
   time: Date;
   nodeStartTime: Date;
-  nodeFs: FsUsage;
+  /** `?only_cpu_and_memory=true` (metrics-server's read): no filesystems, volumes or logs. */
+  onlyCpuAndMemory?: boolean;
+  /** Absent only with onlyCpuAndMemory. */
+  nodeFs?: FsUsage;
   imageFs?: FsUsage;
   nodeCpu?: CpuSample;
   nodeMemory?: { totalBytes: number; usageBytes: number; workingSetBytes: number; rssBytes?: number };
@@ -114,7 +117,7 @@ function sum(values: (number | undefined)[]): number | undefined {
   return known.length ? known.reduce((a, b) => a + b, 0) : undefined;
 }
 
-function podStats(s: PodSample, time: string, nodeFs: FsUsage): PodStats {
+function podStats(s: PodSample, time: string, nodeFs: FsUsage | undefined): PodStats {
   const meta = s.pod.metadata ?? {};
   const ref = { name: meta.name ?? '', namespace: meta.namespace ?? 'default', uid: meta.uid ?? '' };
   const containers: ContainerStatsSummary[] = s.containers.map((c) => ({
@@ -158,25 +161,24 @@ function podStats(s: PodSample, time: string, nodeFs: FsUsage): PodStats {
     out.memory = { time, workingSetBytes: sum(s.containers.map((c) => c.memoryWorkingSetBytes)) };
   }
   if (volume.length) out.volume = volume;
-  out['ephemeral-storage'] = {
-    time,
-    availableBytes: nodeFs.availableBytes,
-    capacityBytes: nodeFs.capacityBytes,
-    usedBytes: ephemeralUsed ?? 0,
-    inodesFree: nodeFs.inodesFree,
-    inodes: nodeFs.inodes,
-    inodesUsed: ephemeralInodes ?? 0,
-  };
+  if (nodeFs)
+    out['ephemeral-storage'] = {
+      time,
+      availableBytes: nodeFs.availableBytes,
+      capacityBytes: nodeFs.capacityBytes,
+      usedBytes: ephemeralUsed ?? 0,
+      inodesFree: nodeFs.inodesFree,
+      inodes: nodeFs.inodes,
+      inodesUsed: ephemeralInodes ?? 0,
+    };
   return out;
 }
 
 export function buildSummary(inputs: SummaryInputs): Summary {
   const time = inputs.time.toISOString();
-  const node: NodeStats = {
-    nodeName: inputs.nodeName,
-    startTime: inputs.nodeStartTime.toISOString(),
-    fs: { time, ...inputs.nodeFs },
-  };
+  const only = !!inputs.onlyCpuAndMemory;
+  const node: NodeStats = { nodeName: inputs.nodeName, startTime: inputs.nodeStartTime.toISOString() };
+  if (inputs.nodeFs && !only) node.fs = { time, ...inputs.nodeFs };
   if (inputs.nodeCpu) node.cpu = { time, ...inputs.nodeCpu };
   if (inputs.nodeMemory) {
     const m = inputs.nodeMemory;
@@ -189,6 +191,15 @@ export function buildSummary(inputs: SummaryInputs): Summary {
       ...(m.rssBytes !== undefined ? { rssBytes: m.rssBytes } : {}),
     };
   }
-  if (inputs.imageFs) node.runtime = { imageFs: { time, ...inputs.imageFs } };
-  return { node, pods: inputs.pods.map((p) => podStats(p, time, inputs.nodeFs)) };
+  if (inputs.imageFs && !only) node.runtime = { imageFs: { time, ...inputs.imageFs } };
+  const pods = inputs.pods.map((p) =>
+    only
+      ? podStats(
+          { ...p, volumes: new Map(), containers: p.containers.map(({ logs: _, ...c }) => c) },
+          time,
+          undefined,
+        )
+      : podStats(p, time, inputs.nodeFs),
+  );
+  return { node, pods };
 }
