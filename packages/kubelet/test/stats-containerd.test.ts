@@ -1,7 +1,7 @@
-// /stats/summary over HTTPS on a real containerd: a pod's kubit-disk shows its own
-// size and the bytes a container writes to it, an emptyDir its walked usage, the
-// containers their CPU and memory and the image filesystem from the runtime; only the
-// apiserver may read it.
+// /stats/summary over HTTPS on a real containerd: a pod's kubit-disk shows its own size
+// and the bytes a container writes to it, an emptyDir and a local-path volume their walked
+// usage on the node's filesystem, the containers their CPU and memory and the image
+// filesystem from the runtime; only the apiserver may read it.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -98,7 +98,7 @@ async function summary(): Promise<Summary> {
   return JSON.parse(res.body) as Summary;
 }
 
-test('a pod with a kubit-disk and an emptyDir: its volumes, containers and the node in the summary', async () => {
+test('a pod with a kubit-disk, an emptyDir and a local-path volume: its volumes, containers and the node in the summary', async () => {
   const storage = join(node.rootDir, 'test-storage');
   const disk = join(storage, 'pvc-stats.img');
   await mkdir(storage, { recursive: true });
@@ -113,15 +113,24 @@ test('a pod with a kubit-disk and an emptyDir: its volumes, containers and the n
       },
     },
   });
-  node.objects.putClaim({
-    metadata: { name: 'data', namespace: 'default' },
-    spec: { volumeName: 'pvc-stats', accessModes: ['ReadWriteOnce'] },
-    status: { phase: 'Bound' },
-  });
+  // A local-path volume: a directory on the node's filesystem, bind-mounted.
+  const localDir = join(storage, 'pvc-local');
+  await mkdir(localDir, { recursive: true });
+  node.objects.putVolume({ metadata: { name: 'pvc-local' }, spec: { local: { path: localDir } } });
+  for (const [claim, volume] of [
+    ['data', 'pvc-stats'],
+    ['local', 'pvc-local'],
+  ])
+    node.objects.putClaim({
+      metadata: { name: claim, namespace: 'default' },
+      spec: { volumeName: volume, accessModes: ['ReadWriteOnce'] },
+      status: { phase: 'Bound' },
+    });
   const pod = makePod('stats-user', {
     volumes: [
       { name: 'data', persistentVolumeClaim: { claimName: 'data' } },
       { name: 'scratch', emptyDir: {} },
+      { name: 'local', persistentVolumeClaim: { claimName: 'local' } },
     ],
     containers: [
       {
@@ -131,6 +140,7 @@ test('a pod with a kubit-disk and an emptyDir: its volumes, containers and the n
         volumeMounts: [
           { name: 'data', mountPath: '/data' },
           { name: 'scratch', mountPath: '/scratch' },
+          { name: 'local', mountPath: '/local' },
         ],
       },
     ],
@@ -146,12 +156,18 @@ test('a pod with a kubit-disk and an emptyDir: its volumes, containers and the n
     const volumeOf = (s: Summary, name: string) => podOf(s)?.volume?.find((v) => v.name === name);
     await waitUntil('the pod with its volumes and container', async () => {
       const s = await summary();
-      return !!volumeOf(s, 'data') && !!volumeOf(s, 'scratch') && podOf(s)?.containers.length === 1;
+      return (
+        !!volumeOf(s, 'data') &&
+        !!volumeOf(s, 'scratch') &&
+        !!volumeOf(s, 'local') &&
+        podOf(s)?.containers.length === 1
+      );
     });
     const before = await summary();
     const data0 = volumeOf(before, 'data');
     const scratch0 = volumeOf(before, 'scratch');
-    assert.ok(data0 && scratch0);
+    const local0 = volumeOf(before, 'local');
+    assert.ok(data0 && scratch0 && local0);
     // The kubit-disk is its own ext4: its capacity is the disk's, less ext4's journal and metadata (df shows the same).
     assert.deepEqual(data0.pvcRef, { name: 'data', namespace: 'default' });
     const capacity = data0.capacityBytes ?? 0;
@@ -160,13 +176,16 @@ test('a pod with a kubit-disk and an emptyDir: its volumes, containers and the n
     // The emptyDir is a directory on the node fs: the node fs's capacity, no claim.
     assert.equal(scratch0.pvcRef, undefined);
     assert.equal(scratch0.capacityBytes, before.node.fs?.capacityBytes);
+    // The local-path volume too is the node fs's, with its claim.
+    assert.deepEqual(local0.pvcRef, { name: 'local', namespace: 'default' });
+    assert.equal(local0.capacityBytes, before.node.fs?.capacityBytes);
 
     const write = await node.runtime.execSync(
       container.id,
       [
         'sh',
         '-c',
-        'dd if=/dev/zero of=/data/big bs=1M count=8 && dd if=/dev/zero of=/scratch/big bs=1M count=2 && sync',
+        'dd if=/dev/zero of=/data/big bs=1M count=8 && dd if=/dev/zero of=/scratch/big bs=1M count=2 && dd if=/dev/zero of=/local/big bs=1M count=3 && sync',
       ],
       30,
     );
@@ -184,6 +203,12 @@ test('a pod with a kubit-disk and an emptyDir: its volumes, containers and the n
       `the emptyDir's used bytes grew by ${grewScratch}`,
     );
     assert.equal((scratch1.inodesUsed ?? 0) - (scratch0.inodesUsed ?? 0), 1);
+    const local1 = volumeOf(after, 'local');
+    const grewLocal = (local1?.usedBytes ?? 0) - (local0.usedBytes ?? 0);
+    assert.ok(
+      grewLocal >= 3 * MiB && grewLocal < 5 * MiB,
+      `the local volume's used bytes grew by ${grewLocal}`,
+    );
     // Ephemeral storage counts the emptyDir, not the claim.
     const eph = podOf(after)?.['ephemeral-storage']?.usedBytes ?? 0;
     assert.ok(
