@@ -4,10 +4,18 @@ import assert from 'node:assert/strict';
 import { link, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { createLogger } from '@kubit/daemon';
 import { tempDir } from '@kubit/testkit';
 import type { Pod } from 'kubernetes-types/core/v1.js';
+import { FakeRuntime } from '../src/runtime/fake.js';
 import { buildSummary, type FsUsage } from '../src/server/stats.js';
-import { diskUsage, parseMeminfo, parseProcStatCpu, volumeTarget } from '../src/server/stats-sources.js';
+import {
+  diskUsage,
+  parseMeminfo,
+  parseProcStatCpu,
+  StatsCollector,
+  volumeTarget,
+} from '../src/server/stats-sources.js';
 
 const nodeFs: FsUsage = {
   capacityBytes: 100_000,
@@ -220,5 +228,40 @@ test('the walk counts allocated bytes and inodes, hard links once, and stops at 
     assert.equal(late.inodes, 0);
   } finally {
     await dir.cleanup();
+  }
+});
+
+test("the collector reuses a directory's walk within walkCacheMs, and leaves a volume out past the read's walk budget", async () => {
+  const root = await tempDir('kubit-stats-root-');
+  try {
+    const emptyDirPod: Pod = {
+      metadata: { name: 'p', namespace: 'default', uid: 'u9' },
+      spec: { containers: [{ name: 'c' }], volumes: [{ name: 'scratch', emptyDir: {} }] },
+    };
+    const dir = join(root.path, 'pods', 'u9', 'volumes', 'kubernetes.io~empty-dir', 'scratch');
+    await mkdir(dir, { recursive: true });
+    const collector = (opts: { walkCacheMs?: number; summaryWalkBudgetMs?: number }) =>
+      new StatsCollector({
+        nodeName: 'n',
+        rootDir: root.path,
+        podLogsDir: join(root.path, 'logs'),
+        runtime: new FakeRuntime(),
+        pods: () => [emptyDirPod],
+        log: createLogger({ name: 'test', level: 'silent' }),
+        ...opts,
+      });
+    const used = async (c: StatsCollector) =>
+      (await c.summary()).pods[0].volume?.find((v) => v.name === 'scratch')?.usedBytes;
+    const cached = collector({ walkCacheMs: 3_600_000 });
+    const fresh = collector({ walkCacheMs: 0 });
+    const before = await used(cached);
+    assert.equal(await used(fresh), before);
+    await writeFile(join(dir, 'f'), Buffer.alloc(256 * 1024, 1));
+    assert.equal(await used(cached), before, 'the cached walk is reused');
+    assert.ok(((await used(fresh)) ?? 0) >= (before ?? 0) + 256 * 1024, 'a new walk sees the file');
+    // No walk time at all: the volume is left out rather than reported as empty.
+    assert.equal(await used(collector({ summaryWalkBudgetMs: 0 })), undefined);
+  } finally {
+    await root.cleanup();
   }
 });

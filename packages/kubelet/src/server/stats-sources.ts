@@ -167,25 +167,38 @@ export interface StatsCollectorOptions {
   walkCacheMs?: number;
   /** How long one directory's walk may take before it reports what it counted. */
   walkBudgetMs?: number;
+  /**
+   * How long the walks of one summary may take together: past it, a directory keeps its
+   * last (stale) usage, or is left out until a later read measures it.
+   */
+  summaryWalkBudgetMs?: number;
   procDir?: string;
 }
 
 export class StatsCollector {
-  private readonly walked = new Map<string, { at: number; usage: FsUsage }>();
+  /** The walks by directory; a promise, so concurrent reads share one walk. */
+  private readonly walked = new Map<string, { at: number; usage: Promise<FsUsage> }>();
   private readonly rates = new CpuRates();
 
   constructor(private readonly opts: StatsCollectorOptions) {}
 
-  private async walkedUsage(dir: string): Promise<FsUsage> {
+  private walkedUsage(dir: string, summaryDeadline: number): Promise<FsUsage> {
     const now = Date.now();
     const cached = this.walked.get(dir);
     if (cached && now - cached.at < (this.opts.walkCacheMs ?? 10_000)) return cached.usage;
-    const usage = await directoryUsage(dir, now + (this.opts.walkBudgetMs ?? 1000));
-    this.walked.set(dir, { at: now, usage });
+    if (now >= summaryDeadline) {
+      return cached?.usage ?? Promise.reject(new Error(`no time left this read to walk ${dir}`));
+    }
+    const usage = directoryUsage(dir, Math.min(now + (this.opts.walkBudgetMs ?? 1000), summaryDeadline));
+    const entry = { at: now, usage };
+    this.walked.set(dir, entry);
+    usage.catch(() => {
+      if (this.walked.get(dir) === entry) this.walked.delete(dir);
+    });
     return usage;
   }
 
-  private async volumesOf(pod: Pod): Promise<Map<string, FsUsage>> {
+  private async volumesOf(pod: Pod, deadline: number): Promise<Map<string, FsUsage>> {
     const dir = join(this.opts.rootDir, 'pods', pod.metadata?.uid ?? '', 'volumes');
     const out = new Map<string, FsUsage>();
     for (const v of pod.spec?.volumes ?? []) {
@@ -194,7 +207,7 @@ export class StatsCollector {
       try {
         out.set(
           v.name,
-          target.ownFilesystem ? await fsUsageOf(target.path) : await this.walkedUsage(target.path),
+          target.ownFilesystem ? await fsUsageOf(target.path) : await this.walkedUsage(target.path, deadline),
         );
       } catch (err) {
         this.opts.log.debug({ volume: v.name, err: (err as Error).message }, 'volume stats failed');
@@ -203,7 +216,11 @@ export class StatsCollector {
     return out;
   }
 
-  private async containersOf(pod: Pod, seen: Set<string>, withLogs: boolean): Promise<ContainerSample[]> {
+  private async containersOf(
+    pod: Pod,
+    seen: Set<string>,
+    logsDeadline: number | undefined,
+  ): Promise<ContainerSample[]> {
     const uid = pod.metadata?.uid ?? '';
     const listed = await this.opts.runtime
       .listContainers({ labelSelector: { [POD_UID_LABEL]: uid } })
@@ -223,8 +240,8 @@ export class StatsCollector {
       if (!stats) continue;
       seen.add(c.id);
       const logs =
-        withLogs && existsSync(join(logsDir, name))
-          ? await this.walkedUsage(join(logsDir, name)).catch(() => undefined)
+        logsDeadline !== undefined && existsSync(join(logsDir, name))
+          ? await this.walkedUsage(join(logsDir, name), logsDeadline).catch(() => undefined)
           : undefined;
       out.push({
         name,
@@ -256,12 +273,13 @@ export class StatsCollector {
     const cpu = stat ? parseProcStatCpu(stat) : undefined;
     const time = new Date();
     const seen = new Set<string>();
+    const walkDeadline = time.getTime() + (this.opts.summaryWalkBudgetMs ?? 5000);
     const pods: PodSample[] = [];
     for (const pod of this.opts.pods()) {
       pods.push({
         pod,
-        containers: await this.containersOf(pod, seen, full),
-        volumes: full ? await this.volumesOf(pod) : new Map(),
+        containers: await this.containersOf(pod, seen, full ? walkDeadline : undefined),
+        volumes: full ? await this.volumesOf(pod, walkDeadline) : new Map(),
       });
     }
     this.rates.keep(seen);
