@@ -84,6 +84,21 @@ function normalizeEndpoint(endpoint: string): string {
 }
 
 /** The CRI runtime.v1 client over a unix socket. */
+/** ContainerStats as the proto loader decodes it. */
+interface WireContainerStats {
+  attributes?: { id?: string };
+  cpu?: { usageCoreNanoSeconds?: { value: number } };
+  memory?: { workingSetBytes?: { value: number } };
+}
+
+function containerStatsOf(id: string, s: WireContainerStats | undefined): ContainerStats {
+  return {
+    id,
+    cpuUsageCoreNanoSeconds: s?.cpu?.usageCoreNanoSeconds?.value ?? 0,
+    memoryWorkingSetBytes: s?.memory?.workingSetBytes?.value ?? 0,
+  };
+}
+
 export class CriRuntime implements ContainerRuntime {
   private readonly runtime: ServiceClient;
   private readonly images: ServiceClient;
@@ -247,17 +262,20 @@ export class CriRuntime implements ContainerRuntime {
   }
 
   async containerStats(id: string): Promise<ContainerStats> {
-    const res = await this.rt<{
-      stats?: {
-        cpu?: { usageCoreNanoSeconds?: { value: number } };
-        memory?: { workingSetBytes?: { value: number } };
-      };
-    }>('ContainerStats', { containerId: id });
-    return {
-      id,
-      cpuUsageCoreNanoSeconds: res.stats?.cpu?.usageCoreNanoSeconds?.value ?? 0,
-      memoryWorkingSetBytes: res.stats?.memory?.workingSetBytes?.value ?? 0,
-    };
+    const res = await this.rt<{ stats?: WireContainerStats }>('ContainerStats', { containerId: id });
+    return containerStatsOf(id, res.stats);
+  }
+
+  async listContainerStats(filter?: Omit<ContainerFilter, 'state'>): Promise<ContainerStats[]> {
+    const f = filter
+      ? {
+          id: filter.id ?? '',
+          podSandboxId: filter.podSandboxId ?? '',
+          labelSelector: filter.labelSelector ?? {},
+        }
+      : undefined;
+    const res = await this.rt<{ stats: WireContainerStats[] }>('ListContainerStats', { filter: f });
+    return res.stats.map((s) => containerStatsOf(s.attributes?.id ?? '', s));
   }
 
   async imageFsInfo(): Promise<FilesystemUsage[]> {

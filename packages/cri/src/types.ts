@@ -255,6 +255,8 @@ export interface ContainerRuntime {
   /** The same for forwarding ports of the pod's network namespace: kubectl port-forward. */
   portForward(sandboxId: string, ports: number[]): Promise<string>;
   containerStats(id: string): Promise<ContainerStats>;
+  /** The stats of every running container the filter selects, in one call (CRI ListContainerStats). */
+  listContainerStats(filter?: Omit<ContainerFilter, 'state'>): Promise<ContainerStats[]>;
 
   /** undefined when the image is not present. */
   imageStatus(image: string): Promise<Image | undefined>;

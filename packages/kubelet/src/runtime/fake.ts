@@ -306,6 +306,11 @@ export class FakeRuntime implements ContainerRuntime {
     return { id, cpuUsageCoreNanoSeconds: 0, memoryWorkingSetBytes: 0 };
   }
 
+  async listContainerStats(filter?: Omit<ContainerFilter, 'state'>): Promise<ContainerStats[]> {
+    const running = await this.listContainers({ ...filter, state: 'CONTAINER_RUNNING' });
+    return running.map((c) => ({ id: c.id, cpuUsageCoreNanoSeconds: 0, memoryWorkingSetBytes: 0 }));
+  }
+
   async imageStatus(image: string): Promise<Image | undefined> {
     const found = this.images.get(normalizeImageName(image)) ?? this.findImageById(image);
     return found ? structuredClone(found) : undefined;

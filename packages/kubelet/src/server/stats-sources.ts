@@ -1,10 +1,10 @@
 // What /stats/summary measures: statfs of filesystems, a bounded du-like walk of
 // directories on the node's filesystem (cached per path), the node's CPU and memory
-// from /proc, and the containers' CPU and memory from the runtime (CRI ContainerStats).
+// from /proc, and the containers' CPU and memory from the runtime (CRI ListContainerStats).
 import { existsSync } from 'node:fs';
 import { lstat, readdir, readFile, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ContainerRuntime } from '@kubit/cri';
+import type { Container, ContainerRuntime, ContainerStats } from '@kubit/cri';
 import type { Logger } from '@kubit/daemon';
 import type { Pod, Volume } from 'kubernetes-types/core/v1.js';
 import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from '../pods/labels.js';
@@ -216,28 +216,44 @@ export class StatsCollector {
     return out;
   }
 
+  /**
+   * The running containers of every pod and their stats, in two CRI calls
+   * (ListContainers, ListContainerStats) however many pods there are.
+   */
+  private async runningContainers(): Promise<Map<string, { container: Container; stats: ContainerStats }[]>> {
+    const [listed, stats] = await Promise.all([
+      this.opts.runtime.listContainers({ state: 'CONTAINER_RUNNING' }).catch(() => [] as Container[]),
+      this.opts.runtime.listContainerStats().catch(() => [] as ContainerStats[]),
+    ]);
+    const statsById = new Map(stats.map((s) => [s.id, s]));
+    const byPod = new Map<string, { container: Container; stats: ContainerStats }[]>();
+    for (const c of listed) {
+      const s = statsById.get(c.id);
+      const uid = c.labels[POD_UID_LABEL];
+      if (!s || !uid) continue;
+      byPod.set(uid, [...(byPod.get(uid) ?? []), { container: c, stats: s }]);
+    }
+    return byPod;
+  }
+
   private async containersOf(
     pod: Pod,
+    running: { container: Container; stats: ContainerStats }[],
     seen: Set<string>,
     logsDeadline: number | undefined,
   ): Promise<ContainerSample[]> {
-    const uid = pod.metadata?.uid ?? '';
-    const listed = await this.opts.runtime
-      .listContainers({ labelSelector: { [POD_UID_LABEL]: uid } })
-      .catch(() => []);
     // The newest running instance of each container.
-    const newest = new Map<string, (typeof listed)[number]>();
-    for (const c of listed) {
-      if (c.state !== 'CONTAINER_RUNNING') continue;
-      const name = c.labels[CONTAINER_NAME_LABEL] ?? c.metadata.name;
+    const newest = new Map<string, { container: Container; stats: ContainerStats }>();
+    for (const r of running) {
+      const name = r.container.labels[CONTAINER_NAME_LABEL] ?? r.container.metadata.name;
       const had = newest.get(name);
-      if (!had || had.createdAt < c.createdAt) newest.set(name, c);
+      if (!had || had.container.createdAt < r.container.createdAt) newest.set(name, r);
     }
+    const uid = pod.metadata?.uid ?? '';
     const logsDir = join(this.opts.podLogsDir, `${pod.metadata?.namespace}_${pod.metadata?.name}_${uid}`);
     const out: ContainerSample[] = [];
-    for (const [name, c] of newest) {
-      const stats = await this.opts.runtime.containerStats(c.id).catch(() => undefined);
-      if (!stats) continue;
+    const now = Date.now();
+    for (const [name, { container: c, stats }] of newest) {
       seen.add(c.id);
       const logs =
         logsDeadline !== undefined && existsSync(join(logsDir, name))
@@ -246,7 +262,7 @@ export class StatsCollector {
       out.push({
         name,
         startedAt: Math.floor(c.createdAt / 1e6),
-        cpu: this.rates.sample(c.id, stats.cpuUsageCoreNanoSeconds, Date.now()),
+        cpu: this.rates.sample(c.id, stats.cpuUsageCoreNanoSeconds, now),
         memoryWorkingSetBytes: stats.memoryWorkingSetBytes,
         ...(logs ? { logs } : {}),
       });
@@ -274,11 +290,13 @@ export class StatsCollector {
     const time = new Date();
     const seen = new Set<string>();
     const walkDeadline = time.getTime() + (this.opts.summaryWalkBudgetMs ?? 5000);
+    const running = await this.runningContainers();
     const pods: PodSample[] = [];
     for (const pod of this.opts.pods()) {
+      const mine = running.get(pod.metadata?.uid ?? '') ?? [];
       pods.push({
         pod,
-        containers: await this.containersOf(pod, seen, full ? walkDeadline : undefined),
+        containers: await this.containersOf(pod, mine, seen, full ? walkDeadline : undefined),
         volumes: full ? await this.volumesOf(pod, walkDeadline) : new Map(),
       });
     }
