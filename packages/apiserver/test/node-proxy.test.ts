@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { TLSSocket } from 'node:tls';
 import { type ControlPlane, startControlPlane } from '@kubit/testkit';
-import { Api } from './helpers.js';
+import { Api, kubectl } from './helpers.js';
 
 let cp: ControlPlane;
 let api: Api;
@@ -68,6 +68,11 @@ describe('nodes/proxy', () => {
     const last = seen[seen.length - 1];
     assert.equal(last.clientCN, 'kube-apiserver-kubelet-client');
     assert.equal(last.url, '/stats/summary?only_cpu_and_memory=true');
+  });
+
+  it('serves the real kubectl get --raw', async () => {
+    const r = await kubectl(cp, ['get', '--raw', '/api/v1/nodes/n1/proxy/stats/summary']);
+    assert.deepEqual(JSON.parse(r.stdout), SUMMARY);
   });
 
   it("passes the kubelet's own answer through, and names a node that is not there", async () => {
