@@ -261,6 +261,16 @@ export const bootstrapClusterRoles: KObject[] = [
       verbs: ['create', 'delete', 'get', 'patch', 'update'],
     },
   ]),
+  // Full use of the kubelets' API through the apiserver (nodes/<node>/proxy/stats/summary, …), as
+  // Kubernetes' role of that name; unbound: cluster admins have it, others are granted it.
+  clusterRole('system:kubelet-api-admin', [
+    { apiGroups: [''], resources: ['nodes'], verbs: [...READ, 'proxy'] },
+    {
+      apiGroups: [''],
+      resources: ['nodes/proxy', 'nodes/metrics', 'nodes/spec', 'nodes/stats', 'nodes/log'],
+      verbs: ['*'],
+    },
+  ]),
   // What every kubelet does as the provisioner of its own node's volumes (local-path,
   // kubit-disk): the Node authorizer decides nothing here, so RBAC answers.
   clusterRole('system:kubit-node-volume-provisioner', [

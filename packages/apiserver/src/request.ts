@@ -18,6 +18,8 @@ export interface ResourceRequest {
   name: string;
   def?: KindDef;
   path: string;
+  /** What follows a proxy subresource (nodes/<name>/proxy/<subpath>), without its leading slash. */
+  subpath?: string;
 }
 
 export interface NonResourceRequest {
@@ -77,7 +79,9 @@ export function parseRequestInfo(
   const [resource = '', name = '', subresource = '', ...rest] = parts;
   // /api/v1 and /apis/<g>/<v> themselves are discovery documents, authorized as paths.
   if (!resource && !namespace) return { kind: 'nonresource', verb: verbBase, path };
-  if (rest.length > 0) {
+  // A proxy subresource carries the path it forwards (Kubernetes' RequestInfo keeps it as Parts).
+  const subpath = subresource === 'proxy' ? rest.join('/') : undefined;
+  if (rest.length > 0 && subpath === undefined) {
     throw new StatusError({
       ...badRequest('').status,
       code: 404,
@@ -103,6 +107,7 @@ export function parseRequestInfo(
     name,
     def: resource ? kinds.lookup(group, version, resource) : undefined,
     path,
+    ...(subpath !== undefined ? { subpath } : {}),
   };
 }
 

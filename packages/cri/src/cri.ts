@@ -11,6 +11,7 @@ import {
   type ContainerStats,
   type ContainerStatus,
   type ExecSyncResult,
+  type FilesystemUsage,
   type Image,
   NOT_FOUND,
   type PodSandbox,
@@ -83,6 +84,21 @@ function normalizeEndpoint(endpoint: string): string {
 }
 
 /** The CRI runtime.v1 client over a unix socket. */
+/** ContainerStats as the proto loader decodes it. */
+interface WireContainerStats {
+  attributes?: { id?: string };
+  cpu?: { usageCoreNanoSeconds?: { value: number } };
+  memory?: { workingSetBytes?: { value: number } };
+}
+
+function containerStatsOf(id: string, s: WireContainerStats | undefined): ContainerStats {
+  return {
+    id,
+    cpuUsageCoreNanoSeconds: s?.cpu?.usageCoreNanoSeconds?.value ?? 0,
+    memoryWorkingSetBytes: s?.memory?.workingSetBytes?.value ?? 0,
+  };
+}
+
 export class CriRuntime implements ContainerRuntime {
   private readonly runtime: ServiceClient;
   private readonly images: ServiceClient;
@@ -246,17 +262,34 @@ export class CriRuntime implements ContainerRuntime {
   }
 
   async containerStats(id: string): Promise<ContainerStats> {
-    const res = await this.rt<{
-      stats?: {
-        cpu?: { usageCoreNanoSeconds?: { value: number } };
-        memory?: { workingSetBytes?: { value: number } };
-      };
-    }>('ContainerStats', { containerId: id });
-    return {
-      id,
-      cpuUsageCoreNanoSeconds: res.stats?.cpu?.usageCoreNanoSeconds?.value ?? 0,
-      memoryWorkingSetBytes: res.stats?.memory?.workingSetBytes?.value ?? 0,
+    const res = await this.rt<{ stats?: WireContainerStats }>('ContainerStats', { containerId: id });
+    return containerStatsOf(id, res.stats);
+  }
+
+  async listContainerStats(filter?: Omit<ContainerFilter, 'state'>): Promise<ContainerStats[]> {
+    const f = filter
+      ? {
+          id: filter.id ?? '',
+          podSandboxId: filter.podSandboxId ?? '',
+          labelSelector: filter.labelSelector ?? {},
+        }
+      : undefined;
+    const res = await this.rt<{ stats: WireContainerStats[] }>('ListContainerStats', { filter: f });
+    return res.stats.map((s) => containerStatsOf(s.attributes?.id ?? '', s));
+  }
+
+  async imageFsInfo(): Promise<FilesystemUsage[]> {
+    type Usage = {
+      fsId?: { mountpoint?: string };
+      usedBytes?: { value: number };
+      inodesUsed?: { value: number };
     };
+    const res = await this.call<{ imageFilesystems?: Usage[] }>(this.images, 'ImageFsInfo', {});
+    return (res.imageFilesystems ?? []).map((u) => ({
+      mountpoint: u.fsId?.mountpoint ?? '',
+      usedBytes: u.usedBytes?.value ?? 0,
+      inodesUsed: u.inodesUsed?.value ?? 0,
+    }));
   }
 
   async imageStatus(image: string): Promise<Image | undefined> {

@@ -199,6 +199,14 @@ export interface ContainerStats {
   memoryWorkingSetBytes: number;
 }
 
+/** What the runtime's images (or containers' writable layers) take on one filesystem (CRI ImageFsInfo). */
+export interface FilesystemUsage {
+  /** Where that filesystem is mounted on the node. */
+  mountpoint: string;
+  usedBytes: number;
+  inodesUsed: number;
+}
+
 export interface Image {
   id: string;
   repoTags: string[];
@@ -247,6 +255,8 @@ export interface ContainerRuntime {
   /** The same for forwarding ports of the pod's network namespace: kubectl port-forward. */
   portForward(sandboxId: string, ports: number[]): Promise<string>;
   containerStats(id: string): Promise<ContainerStats>;
+  /** The stats of every running container the filter selects, in one call (CRI ListContainerStats). */
+  listContainerStats(filter?: Omit<ContainerFilter, 'state'>): Promise<ContainerStats[]>;
 
   /** undefined when the image is not present. */
   imageStatus(image: string): Promise<Image | undefined>;
@@ -254,6 +264,8 @@ export interface ContainerRuntime {
   pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string>;
   listImages(): Promise<Image[]>;
   removeImage(image: string): Promise<void>;
+  /** The filesystems holding the images (CRI ImageFsInfo); the kubelet's stats report them as imageFs. */
+  imageFsInfo(): Promise<FilesystemUsage[]>;
 
   close(): void;
 }

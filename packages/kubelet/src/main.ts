@@ -36,6 +36,7 @@ import { PodManager } from './pods/manager.js';
 import { fileTracer } from './pods/trace.js';
 import { FakeRuntime } from './runtime/fake.js';
 import { startKubeletServer } from './server/server.js';
+import { StatsCollector } from './server/stats-sources.js';
 import { LocalStorage } from './volumes/local-path.js';
 import { NodeVolumeProvisioner } from './volumes/provisioner.js';
 
@@ -322,6 +323,14 @@ async function run(flags: Flags): Promise<void> {
     registry,
     log,
     readiness: [{ name: 'runtime', check: async () => void (await runtime.version()) }],
+    stats: new StatsCollector({
+      nodeName,
+      rootDir: manager.rootDir,
+      podLogsDir: manager.podLogsDir,
+      runtime,
+      pods: () => manager.pods(),
+      log,
+    }),
     ...(flags.tlsCertFile && flags.tlsPrivateKeyFile
       ? {
           tls: {

@@ -1,6 +1,6 @@
 // kubit-kubelet as a real process: it registers its Node and Lease with a real
 // apiserver, runs a pod bound to it on a real containerd, reports its status
-// and events, serves its logs through the apiserver, streams kubectl exec,
+// and events, serves its logs and stats through the apiserver, streams kubectl exec,
 // attach and port-forward (SPDY, through the apiserver to containerd's
 // streaming server), finishes its deletion, and adopts what it ran after a
 // SIGKILL.
@@ -23,6 +23,7 @@ import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Event, Node, Pod } from 'kubernetes-types/core/v1.js';
 import { ApiPodStatusSink } from '../src/node/apiserver-sinks.js';
 import { POD_UID_LABEL } from '../src/pods/labels.js';
+import type { Summary } from '../src/server/stats.js';
 import { type NodeStack, startNodeStack } from './node-stack.js';
 
 const NODE = 'node-1';
@@ -76,7 +77,7 @@ test('the node registers Ready with its addresses, capacity, labels and a Lease'
   assert.equal(lease.spec?.holderIdentity, NODE);
 });
 
-test('a pod bound to the node runs, reports Running with an IP, events and logs; deletion finishes', async () => {
+test('a pod bound to the node runs, reports Running with an IP, events, logs and stats; deletion finishes', async () => {
   const pod: Pod = {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -122,6 +123,17 @@ test('a pod bound to the node runs, reports Running with an IP, events and logs;
     return s.includes('kubit-e2e') ? s : undefined;
   });
   assert.match(logs, /"GET \/ HTTP\/1.1" 200/);
+  // Its stats through the apiserver's nodes/proxy, as `kubectl get --raw .../proxy/stats/summary` reads them.
+  const summary = await waitFor("the pod in the node's stats summary", async () => {
+    const s = await client.request<Summary>({
+      method: 'GET',
+      path: `/api/v1/nodes/${NODE}/proxy/stats/summary`,
+    });
+    const web = s.pods?.find((p) => p.podRef.uid === running.metadata?.uid);
+    return web?.containers.some((c) => c.name === 'nginx') ? s : undefined;
+  });
+  assert.equal(summary.node.nodeName, NODE);
+  assert.ok((summary.node.fs?.capacityBytes ?? 0) > 0);
 
   await client.delete(resources.pods, 'web', { namespace: 'default' });
   await waitFor(

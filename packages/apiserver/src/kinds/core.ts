@@ -7,6 +7,7 @@ import { schemas } from '../model/schema.js';
 import { nowRfc3339 } from '../objects.js';
 import type { KObject } from '../storage.js';
 import { finalizeSubresource } from '../subresources/finalize.js';
+import { nodeProxySubresource } from '../subresources/node-proxy.js';
 import { statusSubresource } from '../subresources/status.js';
 import { age, humanDuration } from '../table.js';
 import { arr, type KindDef, meta, obj, str } from './types.js';
@@ -115,7 +116,7 @@ export const nodes: KindDef = {
   shortNames: ['no'],
   schema: schemas.node,
   nameRule: 'subdomain',
-  subresources: [statusSubresource],
+  subresources: [statusSubresource, nodeProxySubresource],
   example: {},
   prepareForUpdate(node, old) {
     node.status = old.status;

@@ -87,6 +87,11 @@ export class PodManager {
     };
   }
 
+  /** --root-dir: pods' volumes are under <rootDir>/pods/<uid>/volumes. */
+  get rootDir(): string {
+    return this.opts.rootDir;
+  }
+
   get podLogsDir(): string {
     return this.ctx.podLogsDir;
   }

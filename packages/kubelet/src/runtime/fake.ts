@@ -6,6 +6,7 @@ import {
   type ContainerStats,
   type ContainerStatus,
   type ExecSyncResult,
+  type FilesystemUsage,
   type Image,
   type Labels,
   NOT_FOUND,
@@ -305,6 +306,11 @@ export class FakeRuntime implements ContainerRuntime {
     return { id, cpuUsageCoreNanoSeconds: 0, memoryWorkingSetBytes: 0 };
   }
 
+  async listContainerStats(filter?: Omit<ContainerFilter, 'state'>): Promise<ContainerStats[]> {
+    const running = await this.listContainers({ ...filter, state: 'CONTAINER_RUNNING' });
+    return running.map((c) => ({ id: c.id, cpuUsageCoreNanoSeconds: 0, memoryWorkingSetBytes: 0 }));
+  }
+
   async imageStatus(image: string): Promise<Image | undefined> {
     const found = this.images.get(normalizeImageName(image)) ?? this.findImageById(image);
     return found ? structuredClone(found) : undefined;
@@ -336,6 +342,11 @@ export class FakeRuntime implements ContainerRuntime {
 
   async removeImage(image: string): Promise<void> {
     this.images.delete(normalizeImageName(image));
+  }
+
+  /** An in-memory runtime keeps its images on no filesystem. */
+  async imageFsInfo(): Promise<FilesystemUsage[]> {
+    return [];
   }
 
   close(): void {

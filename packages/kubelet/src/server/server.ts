@@ -1,5 +1,5 @@
 // The kubelet's HTTPS server: container logs for the apiserver (kubectl logs),
-// health, metrics and the pods it runs. With TLS it demands a client
+// health, metrics, the pods it runs and their stats (/stats/summary). With TLS it demands a client
 // certificate signed by --client-ca-file (the apiserver's).
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server } from 'node:http';
@@ -12,6 +12,7 @@ import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from '../pods/labels.js';
 import type { PodManager } from '../pods/manager.js';
 import { restartCountOf } from '../pods/status.js';
 import { fileExists, readContainerLog } from './logs.js';
+import type { StatsCollector } from './stats-sources.js';
 import { failureStatus } from './status.js';
 import { registerStreaming } from './streaming.js';
 
@@ -24,6 +25,8 @@ export interface KubeletServerOptions {
   log: Logger;
   readiness?: Check[];
   tls?: { certFile: string; keyFile: string; clientCaFile?: string };
+  /** Serves /stats/summary when given. */
+  stats?: StatsCollector;
 }
 
 function status(reply: FastifyReply, code: number, reason: string, message: string) {
@@ -61,10 +64,11 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Fa
     const groups = Array.isArray(org) ? org : org ? [org] : [];
     return groups.includes('system:masters')
       ? undefined
-      : 'only the apiserver (group system:masters) may read pods and logs or stream here';
+      : 'only the apiserver (group system:masters) may read pods, stats and logs or stream here';
   };
   app.addHook('onRequest', async (req, reply) => {
-    if (!req.url.startsWith('/containerLogs/') && !req.url.startsWith('/pods')) return;
+    const guarded = ['/containerLogs/', '/pods', '/stats'].some((p) => req.url.startsWith(p));
+    if (!guarded) return;
     const denied = apiserverOnly(req.raw);
     if (denied) await status(reply, 403, 'Forbidden', denied);
   });
@@ -80,6 +84,11 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Fa
     metadata: {},
     items: opts.manager.pods(),
   }));
+
+  app.get<{ Querystring: Record<string, string> }>('/stats/summary', async (req, reply) => {
+    if (!opts.stats) return status(reply, 404, 'NotFound', 'this kubelet serves no stats');
+    return opts.stats.summary({ onlyCpuAndMemory: req.query.only_cpu_and_memory === 'true' });
+  });
 
   app.get<{
     Params: { namespace: string; pod: string; container: string };
