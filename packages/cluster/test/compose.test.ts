@@ -20,7 +20,7 @@
 // KUBIT_KEEP_CLUSTER=1 leaves the engine and the cluster running for a post-mortem.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -104,7 +104,20 @@ async function freeNetworks(): Promise<{ net: string; clusterCidr: string }> {
   return { net: pick(nets), clusterCidr: `${pick(pods)}.0.0/16` };
 }
 
-/** What a test could leave behind on the host, one line each: routes, links, iptables rules and mounts. */
+/** The host's attached loop devices, as "loopN backing-file" (loop devices are host-global: a node container's too). */
+function hostLoopDevices(): string[] {
+  return readdirSync('/sys/block')
+    .filter((n) => n.startsWith('loop'))
+    .flatMap((n) => {
+      try {
+        return [`${n} ${readFileSync(`/sys/block/${n}/loop/backing_file`, 'utf8').trim()}`];
+      } catch {
+        return []; // not attached
+      }
+    });
+}
+
+/** What a test could leave behind on the host, one line each: routes, links, iptables rules, mounts and loop devices. */
 async function hostState(): Promise<Set<string>> {
   const lines = (text: string, prefix: string) =>
     text
@@ -133,6 +146,7 @@ async function hostState(): Promise<Set<string>> {
     ...lines(links, 'link'),
     ...lines(rules, 'iptables'),
     ...lines(mounts, 'mount'),
+    ...lines(hostLoopDevices().join('\n'), 'loop'),
   ]);
 }
 
@@ -452,6 +466,109 @@ describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }
         async () => ((await kubit(['get', 'pods', '-o', 'name'])).trim() === '' ? true : undefined),
         120_000,
       );
+    },
+  );
+
+  step(
+    'persistent volumes on node-2: a local-path and a kubit-disk claim written by a pod, Bound there, the disk its own ext4; gone with the claims',
+    async () => {
+      if (!engine) throw new Error('no docker engine');
+      const claim = (name: string, cls: string, size: string) => `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: ${name}
+spec:
+  storageClassName: ${cls}
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: ${size}
+`;
+      const pod = (name: string, script: string, claims: string[]) => `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+spec:
+  terminationGracePeriodSeconds: 1
+  nodeSelector:
+    kubernetes.io/hostname: node-2
+  containers:
+  - name: c
+    image: busybox:latest
+    command: ["sh", "-c", "${script}; sleep 3600"]
+    volumeMounts:
+${claims.map((c) => `    - {name: ${c}, mountPath: /${c}}`).join('\n')}
+  volumes:
+${claims.map((c) => `  - {name: ${c}, persistentVolumeClaim: {claimName: ${c}}}`).join('\n')}
+`;
+      // `kept` stays for compose down: the node's entrypoint must detach its loop device.
+      await kubectl(
+        ['apply', '-f', '-'],
+        [
+          claim('notes', 'local-path', '16Mi'),
+          claim('disk', 'kubit-disk', '64Mi'),
+          claim('kept', 'kubit-disk', '16Mi'),
+          pod('writer', 'echo hello > /notes/log; echo hello > /disk/log', ['notes', 'disk']),
+          pod('keeper', 'echo kept > /kept/log', ['kept']),
+        ].join('---\n'),
+      );
+      for (const name of ['writer', 'keeper'])
+        await waitFor(
+          `${name} to run with its volumes`,
+          async () =>
+            (await kubectl(['get', 'pod', name, '-o', 'jsonpath={.status.phase}'])) === 'Running'
+              ? true
+              : undefined,
+          240_000,
+        );
+      const pvs = await kubectl([
+        'get',
+        'pv',
+        '-o',
+        'jsonpath={range .items[*]}{.spec.claimRef.name} {.status.phase} {.spec.storageClassName} {.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}{"\\n"}{end}',
+      ]);
+      assert.deepEqual(pvs.trim().split('\n').sort(), [
+        'disk Bound kubit-disk node-2',
+        'kept Bound kubit-disk node-2',
+        'notes Bound local-path node-2',
+      ]);
+      assert.equal(
+        await waitFor(
+          'writer to have written both volumes',
+          async () => {
+            const out = await kubectl(['exec', 'writer', '--', 'cat', '/notes/log', '/disk/log']);
+            return out.trim() === 'hello\nhello' ? out : undefined;
+          },
+          30_000,
+        ),
+        'hello\nhello\n',
+      );
+      // The disk is a loop device of its own with an ext4 of about the claim's size (less its metadata).
+      const [dev, kib] = (await kubectl(['exec', 'writer', '--', 'df', '-k', '/disk']))
+        .trim()
+        .split('\n')[1]
+        .split(/\s+/);
+      assert.match(dev, /^\/dev\/loop\d+$/);
+      assert.ok(
+        Number(kib) > 48 * 1024 && Number(kib) <= 64 * 1024,
+        `df: /disk has ${kib} KiB of a 64Mi claim`,
+      );
+      // Their loop devices are the host's, with backing files in node-2's storage volume.
+      const volumes = join(engine.dataRoot, 'volumes');
+      const ourLoops = () => hostLoopDevices().filter((l) => l.includes(volumes));
+      assert.equal(ourLoops().length, 2, `two loop devices on the host for the two disks: ${ourLoops()}`);
+
+      await kubectl(['delete', 'pod', 'writer', '--wait=true']);
+      await kubectl(['delete', 'pvc', 'notes', 'disk']);
+      await waitFor(
+        'the PVs of notes and disk to be deleted',
+        async () =>
+          (await kubectl(['get', 'pv', '-o', 'jsonpath={.items[*].spec.claimRef.name}'])).trim() === 'kept'
+            ? true
+            : undefined,
+        120_000,
+      );
+      assert.equal(ourLoops().length, 1, `only kept's loop device is left: ${ourLoops()}`);
     },
   );
 
