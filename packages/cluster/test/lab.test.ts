@@ -113,6 +113,8 @@ function missingPrerequisites(): string[] {
     ['/usr/sbin/ip', 'iproute2'],
     ['/usr/sbin/nft', 'nftables'],
     ['/usr/sbin/conntrack', 'conntrack'],
+    ['/usr/sbin/losetup', 'mount'],
+    ['/usr/sbin/mkfs.ext4', 'e2fsprogs'],
   ];
   for (const [f, pkg] of files) if (!existsSync(f)) problems.push(`${f} (apt-get install ${pkg})`);
   if (!existsSync(join(repoRoot, 'node_modules', 'tsx'))) problems.push('tsx (pnpm install)');
