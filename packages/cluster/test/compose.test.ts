@@ -14,13 +14,15 @@
 // containers; kubectl works with the same kubeconfig. Services: nginx behind
 // `kubectl expose`, fetched by name (cluster DNS on the nodes, kubit-proxy's
 // rules) from a busybox pod, also after kill -9 of the node's kubit-proxy (the
-// entrypoint restarts it, with the very same rules). Then compose down -v and
-// the engine stops, leaving no container, mount, route, bridge or iptables rule.
+// entrypoint restarts it, with the very same rules). Persistent volumes: a
+// local-path and a kubit-disk claim (a loop device of the host) on node-2.
+// Then compose down -v and the engine stops, leaving no container, mount,
+// route, bridge, iptables rule or loop device.
 //
 // KUBIT_KEEP_CLUSTER=1 leaves the engine and the cluster running for a post-mortem.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -104,20 +106,45 @@ async function freeNetworks(): Promise<{ net: string; clusterCidr: string }> {
   return { net: pick(nets), clusterCidr: `${pick(pods)}.0.0/16` };
 }
 
-/** The host's attached loop devices, as "loopN backing-file" (loop devices are host-global: a node container's too). */
-function hostLoopDevices(): string[] {
-  return readdirSync('/sys/block')
-    .filter((n) => n.startsWith('loop'))
-    .flatMap((n) => {
-      try {
-        return [`${n} ${readFileSync(`/sys/block/${n}/loop/backing_file`, 'utf8').trim()}`];
-      } catch {
-        return []; // not attached
-      }
-    });
+/**
+ * The host's attached loop devices (loop devices are host-global: a node container's too),
+ * each with the "major:minor inode" of its backing file. The name of that file is no help:
+ * seen from the host, a file a container attached has the path it has in the container.
+ */
+async function hostLoopDevices(): Promise<{ name: string; file: string; id: string }[]> {
+  const { stdout } = await run('losetup', [
+    '--list',
+    '--json',
+    '--output',
+    'NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN',
+  ]);
+  if (!stdout.trim()) return [];
+  const list = JSON.parse(stdout) as {
+    loopdevices: { name: string; 'back-file': string; 'back-ino': number; 'back-maj:min': string }[];
+  };
+  return list.loopdevices.map((l) => ({
+    name: l.name,
+    file: l['back-file'],
+    id: `${l['back-maj:min'].trim()} ${l['back-ino']}`,
+  }));
 }
 
-/** What a test could leave behind on the host, one line each: routes, links, iptables rules, mounts and loop devices. */
+/** The "major:minor inode" of every kubit-disk backing file in the engine's volumes (node-N-storage). */
+function diskFileIds(volumes: string): string[] {
+  if (!existsSync(volumes)) return [];
+  return readdirSync(volumes).flatMap((v) => {
+    const disks = join(volumes, v, '_data', 'disks');
+    if (!existsSync(disks)) return [];
+    return readdirSync(disks).map((f) => {
+      const st = statSync(join(disks, f));
+      const major = (st.dev >> 8) & 0xfff;
+      const minor = (st.dev & 0xff) | ((st.dev >> 12) & 0xfff00);
+      return `${major}:${minor} ${st.ino}`;
+    });
+  });
+}
+
+/** What a test could leave behind on the host, one line each: routes, links, iptables rules and mounts. */
 async function hostState(): Promise<Set<string>> {
   const lines = (text: string, prefix: string) =>
     text
@@ -146,7 +173,6 @@ async function hostState(): Promise<Set<string>> {
     ...lines(links, 'link'),
     ...lines(rules, 'iptables'),
     ...lines(mounts, 'mount'),
-    ...lines(hostLoopDevices().join('\n'), 'loop'),
   ]);
 }
 
@@ -162,6 +188,8 @@ describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }
   let ours = /$^/;
   const hostRoutes: string[] = [];
   let kubeconfig = '';
+  /** The "major:minor inode" of every kubit-disk backing file the nodes made. */
+  const diskIds = new Set<string>();
 
   const composeRun = (args: string[], timeoutMs: number) =>
     exec(compose[0], [...compose.slice(1), ...args], env, timeoutMs);
@@ -554,9 +582,14 @@ ${claims.map((c) => `  - {name: ${c}, persistentVolumeClaim: {claimName: ${c}}}`
         `df: /disk has ${kib} KiB of a 64Mi claim`,
       );
       // Their loop devices are the host's, with backing files in node-2's storage volume.
-      const volumes = join(engine.dataRoot, 'volumes');
-      const ourLoops = () => hostLoopDevices().filter((l) => l.includes(volumes));
-      assert.equal(ourLoops().length, 2, `two loop devices on the host for the two disks: ${ourLoops()}`);
+      for (const id of diskFileIds(join(engine.dataRoot, 'volumes'))) diskIds.add(id);
+      const ourLoops = async () =>
+        (await hostLoopDevices()).filter((l) => diskIds.has(l.id)).map((l) => `${l.name} ${l.file}`);
+      assert.equal(
+        (await ourLoops()).length,
+        2,
+        `a loop device on the host for each of the 2 disks: ${await ourLoops()}`,
+      );
 
       await kubectl(['delete', 'pod', 'writer', '--wait=true']);
       await kubectl(['delete', 'pvc', 'notes', 'disk']);
@@ -568,7 +601,7 @@ ${claims.map((c) => `  - {name: ${c}, persistentVolumeClaim: {claimName: ${c}}}`
             : undefined,
         120_000,
       );
-      assert.equal(ourLoops().length, 1, `only kept's loop device is left: ${ourLoops()}`);
+      assert.equal((await ourLoops()).length, 1, `only kept's loop device is left: ${await ourLoops()}`);
     },
   );
 
@@ -592,6 +625,8 @@ ${claims.map((c) => `  - {name: ${c}, persistentVolumeClaim: {claimName: ${c}}}`
     // Only what names Docker, the test's networks or its directories counts, so that
     // another engineer's test on a shared machine cannot fail this one (under
     // ./scripts/test a serial file runs alone anyway).
+    const loops = (await hostLoopDevices()).filter((l) => diskIds.has(l.id));
+    assert.deepEqual(loops, [], "loop devices of the nodes' disks (kept's was mounted at down)");
     const left = [...(await hostState())].filter((l) => !hostBefore.has(l) && ours.test(l));
     assert.deepEqual(left, [], 'routes, links, iptables rules or mounts the cluster left behind');
   });

@@ -625,6 +625,88 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     failed = false;
   });
 
+  it('a local-path claim is provisioned in the storage dir of the lab node its pod runs on, and removed with it', async () => {
+    failed = true;
+    const node2 = nodeHosts().find((h) => h.name === 'node-2');
+    if (!node2) throw new Error('no node-2 in the lab');
+    await kubit(
+      ['apply', '-f', '-'],
+      `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: lab-notes
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 16Mi
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: lab-writer
+spec:
+  terminationGracePeriodSeconds: 1
+  nodeSelector:
+    kubernetes.io/hostname: node-2
+  containers:
+  - name: c
+    image: busybox:latest
+    command: ["sh", "-c", "echo lab > /notes/log; sleep 3600"]
+    volumeMounts:
+    - {name: notes, mountPath: /notes}
+  volumes:
+  - {name: notes, persistentVolumeClaim: {claimName: lab-notes}}
+`,
+    );
+    await waitFor(
+      'lab-writer to run with its claim',
+      async () =>
+        (await kubit(['get', 'pod', 'lab-writer', '-o', 'jsonpath={.status.phase}'])).trim() === 'Running'
+          ? true
+          : undefined,
+      120_000,
+    );
+    const [phase, cls, affinity, dir] = (
+      await kubit([
+        'get',
+        'pv',
+        '-o',
+        'jsonpath={.items[0].status.phase} {.items[0].spec.storageClassName} {.items[0].spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]} {.items[0].spec.local.path}',
+      ])
+    )
+      .trim()
+      .split(' ');
+    assert.deepEqual([phase, cls, affinity], ['Bound', 'local-path', 'node-2']);
+    // The installer's --local-storage-dir on node-2 (the lab's hosts share this machine's file system).
+    const storage = join(
+      hostPaths({
+        name: node2.name,
+        address: node2.address,
+        prefix: node2.prefix,
+        ssh: { user: 'root', port: 22, key: '' },
+      }).kubeletRoot,
+      'storage',
+    );
+    assert.ok(dir.startsWith(`${storage}/`), `the volume ${dir} is in node-2's storage dir ${storage}`);
+    await waitFor(
+      'the pod to have written into the volume',
+      async () =>
+        existsSync(join(dir, 'log')) && readFileSync(join(dir, 'log'), 'utf8') === 'lab\n' ? true : undefined,
+      30_000,
+    );
+
+    await kubit(['delete', 'pod', 'lab-writer']);
+    await kubit(['delete', 'pvc', 'lab-notes']);
+    await waitFor(
+      'the PV and its directory to be removed',
+      async () =>
+        (await kubit(['get', 'pv', '-o', 'name'])).trim() === '' && !existsSync(dir) ? true : undefined,
+      60_000,
+    );
+    failed = false;
+  });
+
   it('kubit-install down stops every daemon and leaves no kubit-proxy table in the node hosts', async () => {
     failed = true;
     const r = await runInstaller(
