@@ -7,7 +7,8 @@
 // first also runs the apiserver, scheduler and controller manager) and a
 // containerd and kubelet on each of the two node hosts. Then the issue's
 // manifest runs through `kubit`, reachable from the test and from a pod on the
-// other node. Everything the test creates is removed, also when it fails.
+// other node; a local-path claim is provisioned in node-2's storage dir. Everything
+// the test creates is removed, also when it fails.
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
