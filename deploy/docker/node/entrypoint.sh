@@ -7,7 +7,8 @@
 # NODE_IP:53. This script stays PID 1: kubit-proxy and kubit-dns are restarted
 # when they exit (a proxy's restart takes its rules over in one transaction);
 # the container ends when the kubelet or containerd does (compose restarts
-# it); SIGTERM stops kubit-dns first (it deregisters), then the rest.
+# it); SIGTERM detaches the node's loop devices, stops kubit-dns (it
+# deregisters), then the rest.
 #
 # Environment (set by docker-compose.yml):
 #   NODE_NAME     the node's name (its certificates are kubelet-NAME*)
@@ -34,11 +35,17 @@ sysctl -qw net.ipv4.ip_forward=1 || [ "$(cat /proc/sys/net/ipv4/ip_forward)" = 1
 # Volumes and mounts inside pods need shared propagation, as on a real host.
 mount --make-rshared / 2>/dev/null || true
 
+# kubit-disk volumes: the loop device nodes (the device cgroup allows only them,
+# docker-compose.yml), and the kubelet's losetup makes the rest it needs.
+storage=/var/lib/kubelet/storage
+"$kubit/deploy/docker/node/loop-devices.sh" nodes
+export PATH="$kubit/deploy/docker/node/bin:$PATH"
+
 root=/var/lib/containerd
 run=/run/containerd
 cni_conf=/etc/cni/net.d
 certs=/etc/containerd/certs.d
-mkdir -p "$root" "$run" "$cni_conf" "$certs/docker.io" /var/lib/kubelet
+mkdir -p "$root" "$run" "$cni_conf" "$certs/docker.io" /var/lib/kubelet "$storage"
 # A fresh container starts with no CNI network: the kubelet writes it from the podCIDR.
 rm -f "$cni_conf"/*
 
@@ -95,7 +102,7 @@ node $kubit/packages/kubelet/dist/src/main.bundle.mjs \
   --address=0.0.0.0 \
   --port=10250 \
   --root-dir=/var/lib/kubelet \
-  --local-storage-dir=/var/lib/kubelet/storage \
+  --local-storage-dir="$storage" \
   --tls-cert-file="$pki/kubelet-$NODE_NAME-server.crt" \
   --tls-private-key-file="$pki/kubelet-$NODE_NAME-server.key" \
   --client-ca-file="$pki/ca.crt" \
@@ -136,6 +143,10 @@ stop() {
   set +e
   log "stopping"
   trap - TERM INT
+  # Loop devices are the host's: none of this node's may outlive it (a mounted one is
+  # detached when its mount goes with the container). First, as compose's stop
+  # timeout may kill the rest.
+  "$kubit/deploy/docker/node/loop-devices.sh" detach "$storage"
   # kubit-dns first: it marks its endpoint terminating and deletes it before it goes.
   if [ -n "$dns_pid" ]; then kill -TERM "$dns_pid" 2>/dev/null; wait "$dns_pid" 2>/dev/null; fi
   kill -TERM "$proxy_pid" "$kubelet_pid" "$route_sync_pid" 2>/dev/null

@@ -14,13 +14,15 @@
 // containers; kubectl works with the same kubeconfig. Services: nginx behind
 // `kubectl expose`, fetched by name (cluster DNS on the nodes, kubit-proxy's
 // rules) from a busybox pod, also after kill -9 of the node's kubit-proxy (the
-// entrypoint restarts it, with the very same rules). Then compose down -v and
-// the engine stops, leaving no container, mount, route, bridge or iptables rule.
+// entrypoint restarts it, with the very same rules). Persistent volumes: a
+// local-path and a kubit-disk claim (a loop device of the host) on node-2.
+// Then compose down -v and the engine stops, leaving no container, mount,
+// route, bridge, iptables rule or loop device.
 //
 // KUBIT_KEEP_CLUSTER=1 leaves the engine and the cluster running for a post-mortem.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -104,6 +106,44 @@ async function freeNetworks(): Promise<{ net: string; clusterCidr: string }> {
   return { net: pick(nets), clusterCidr: `${pick(pods)}.0.0/16` };
 }
 
+/**
+ * The host's attached loop devices (loop devices are host-global: a node container's too),
+ * each with the "major:minor inode" of its backing file. The name of that file is no help:
+ * seen from the host, a file a container attached has the path it has in the container.
+ */
+async function hostLoopDevices(): Promise<{ name: string; file: string; id: string }[]> {
+  const { stdout } = await run('losetup', [
+    '--list',
+    '--json',
+    '--output',
+    'NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN',
+  ]);
+  if (!stdout.trim()) return [];
+  const list = JSON.parse(stdout) as {
+    loopdevices: { name: string; 'back-file': string; 'back-ino': number; 'back-maj:min': string }[];
+  };
+  return list.loopdevices.map((l) => ({
+    name: l.name,
+    file: l['back-file'],
+    id: `${l['back-maj:min'].trim()} ${l['back-ino']}`,
+  }));
+}
+
+/** The "major:minor inode" of every kubit-disk backing file in the engine's volumes (node-N-storage). */
+function diskFileIds(volumes: string): string[] {
+  if (!existsSync(volumes)) return [];
+  return readdirSync(volumes).flatMap((v) => {
+    const disks = join(volumes, v, '_data', 'disks');
+    if (!existsSync(disks)) return [];
+    return readdirSync(disks).map((f) => {
+      const st = statSync(join(disks, f));
+      const major = (st.dev >> 8) & 0xfff;
+      const minor = (st.dev & 0xff) | ((st.dev >> 12) & 0xfff00);
+      return `${major}:${minor} ${st.ino}`;
+    });
+  });
+}
+
 /** What a test could leave behind on the host, one line each: routes, links, iptables rules and mounts. */
 async function hostState(): Promise<Set<string>> {
   const lines = (text: string, prefix: string) =>
@@ -148,6 +188,8 @@ describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }
   let ours = /$^/;
   const hostRoutes: string[] = [];
   let kubeconfig = '';
+  /** The "major:minor inode" of every kubit-disk backing file the nodes made. */
+  const diskIds = new Set<string>();
 
   const composeRun = (args: string[], timeoutMs: number) =>
     exec(compose[0], [...compose.slice(1), ...args], env, timeoutMs);
@@ -455,6 +497,114 @@ describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }
     },
   );
 
+  step(
+    'persistent volumes on node-2: a local-path and a kubit-disk claim written by a pod, Bound there, the disk its own ext4; gone with the claims',
+    async () => {
+      if (!engine) throw new Error('no docker engine');
+      const claim = (name: string, cls: string, size: string) => `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: ${name}
+spec:
+  storageClassName: ${cls}
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: ${size}
+`;
+      const pod = (name: string, script: string, claims: string[]) => `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+spec:
+  terminationGracePeriodSeconds: 1
+  nodeSelector:
+    kubernetes.io/hostname: node-2
+  containers:
+  - name: c
+    image: busybox:latest
+    command: ["sh", "-c", "${script}; sleep 3600"]
+    volumeMounts:
+${claims.map((c) => `    - {name: ${c}, mountPath: /${c}}`).join('\n')}
+  volumes:
+${claims.map((c) => `  - {name: ${c}, persistentVolumeClaim: {claimName: ${c}}}`).join('\n')}
+`;
+      // `kept` stays for compose down: the node's entrypoint must detach its loop device.
+      await kubectl(
+        ['apply', '-f', '-'],
+        [
+          claim('notes', 'local-path', '16Mi'),
+          claim('disk', 'kubit-disk', '64Mi'),
+          claim('kept', 'kubit-disk', '16Mi'),
+          pod('writer', 'echo hello > /notes/log; echo hello > /disk/log', ['notes', 'disk']),
+          pod('keeper', 'echo kept > /kept/log', ['kept']),
+        ].join('---\n'),
+      );
+      for (const name of ['writer', 'keeper'])
+        await waitFor(
+          `${name} to run with its volumes`,
+          async () =>
+            (await kubectl(['get', 'pod', name, '-o', 'jsonpath={.status.phase}'])) === 'Running'
+              ? true
+              : undefined,
+          240_000,
+        );
+      const pvs = await kubectl([
+        'get',
+        'pv',
+        '-o',
+        'jsonpath={range .items[*]}{.spec.claimRef.name} {.status.phase} {.spec.storageClassName} {.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}{"\\n"}{end}',
+      ]);
+      assert.deepEqual(pvs.trim().split('\n').sort(), [
+        'disk Bound kubit-disk node-2',
+        'kept Bound kubit-disk node-2',
+        'notes Bound local-path node-2',
+      ]);
+      assert.equal(
+        await waitFor(
+          'writer to have written both volumes',
+          async () => {
+            const out = await kubectl(['exec', 'writer', '--', 'cat', '/notes/log', '/disk/log']);
+            return out.trim() === 'hello\nhello' ? out : undefined;
+          },
+          30_000,
+        ),
+        'hello\nhello\n',
+      );
+      // The disk is a loop device of its own with an ext4 of about the claim's size (less its metadata).
+      const [dev, kib] = (await kubectl(['exec', 'writer', '--', 'df', '-k', '/disk']))
+        .trim()
+        .split('\n')[1]
+        .split(/\s+/);
+      assert.match(dev, /^\/dev\/loop\d+$/);
+      assert.ok(
+        Number(kib) > 48 * 1024 && Number(kib) <= 64 * 1024,
+        `df: /disk has ${kib} KiB of a 64Mi claim`,
+      );
+      // Their loop devices are the host's, with backing files in node-2's storage volume.
+      for (const id of diskFileIds(join(engine.dataRoot, 'volumes'))) diskIds.add(id);
+      const ourLoops = async () =>
+        (await hostLoopDevices()).filter((l) => diskIds.has(l.id)).map((l) => `${l.name} ${l.file}`);
+      assert.equal(
+        (await ourLoops()).length,
+        2,
+        `a loop device on the host for each of the 2 disks: ${await ourLoops()}`,
+      );
+
+      await kubectl(['delete', 'pod', 'writer', '--wait=true']);
+      await kubectl(['delete', 'pvc', 'notes', 'disk']);
+      await waitFor(
+        'the PVs of notes and disk to be deleted',
+        async () =>
+          (await kubectl(['get', 'pv', '-o', 'jsonpath={.items[*].spec.claimRef.name}'])).trim() === 'kept'
+            ? true
+            : undefined,
+        120_000,
+      );
+      assert.equal((await ourLoops()).length, 1, `only kept's loop device is left: ${await ourLoops()}`);
+    },
+  );
+
   step('compose down -v and the engine stop leave nothing behind on the host', async () => {
     if (!engine) throw new Error('no docker engine');
     if (keepCluster) return;
@@ -475,6 +625,8 @@ describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }
     // Only what names Docker, the test's networks or its directories counts, so that
     // another engineer's test on a shared machine cannot fail this one (under
     // ./scripts/test a serial file runs alone anyway).
+    const loops = (await hostLoopDevices()).filter((l) => diskIds.has(l.id));
+    assert.deepEqual(loops, [], "loop devices of the nodes' disks (kept's was mounted at down)");
     const left = [...(await hostState())].filter((l) => !hostBefore.has(l) && ours.test(l));
     assert.deepEqual(left, [], 'routes, links, iptables rules or mounts the cluster left behind');
   });

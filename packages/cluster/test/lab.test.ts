@@ -7,7 +7,8 @@
 // first also runs the apiserver, scheduler and controller manager) and a
 // containerd and kubelet on each of the two node hosts. Then the issue's
 // manifest runs through `kubit`, reachable from the test and from a pod on the
-// other node. Everything the test creates is removed, also when it fails.
+// other node; a local-path claim is provisioned in node-2's storage dir. Everything
+// the test creates is removed, also when it fails.
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -113,6 +114,8 @@ function missingPrerequisites(): string[] {
     ['/usr/sbin/ip', 'iproute2'],
     ['/usr/sbin/nft', 'nftables'],
     ['/usr/sbin/conntrack', 'conntrack'],
+    ['/usr/sbin/losetup', 'mount'],
+    ['/usr/sbin/mkfs.ext4', 'e2fsprogs'],
   ];
   for (const [f, pkg] of files) if (!existsSync(f)) problems.push(`${f} (apt-get install ${pkg})`);
   if (!existsSync(join(repoRoot, 'node_modules', 'tsx'))) problems.push('tsx (pnpm install)');
@@ -619,6 +622,88 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
         }
       },
       30_000,
+    );
+    failed = false;
+  });
+
+  it('a local-path claim is provisioned in the storage dir of the lab node its pod runs on, and removed with it', async () => {
+    failed = true;
+    const node2 = nodeHosts().find((h) => h.name === 'node-2');
+    if (!node2) throw new Error('no node-2 in the lab');
+    await kubit(
+      ['apply', '-f', '-'],
+      `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: lab-notes
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 16Mi
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: lab-writer
+spec:
+  terminationGracePeriodSeconds: 1
+  nodeSelector:
+    kubernetes.io/hostname: node-2
+  containers:
+  - name: c
+    image: busybox:latest
+    command: ["sh", "-c", "echo lab > /notes/log; sleep 3600"]
+    volumeMounts:
+    - {name: notes, mountPath: /notes}
+  volumes:
+  - {name: notes, persistentVolumeClaim: {claimName: lab-notes}}
+`,
+    );
+    await waitFor(
+      'lab-writer to run with its claim',
+      async () =>
+        (await kubit(['get', 'pod', 'lab-writer', '-o', 'jsonpath={.status.phase}'])).trim() === 'Running'
+          ? true
+          : undefined,
+      120_000,
+    );
+    const [phase, cls, affinity, dir] = (
+      await kubit([
+        'get',
+        'pv',
+        '-o',
+        'jsonpath={.items[0].status.phase} {.items[0].spec.storageClassName} {.items[0].spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]} {.items[0].spec.local.path}',
+      ])
+    )
+      .trim()
+      .split(' ');
+    assert.deepEqual([phase, cls, affinity], ['Bound', 'local-path', 'node-2']);
+    // The installer's --local-storage-dir on node-2 (the lab's hosts share this machine's file system).
+    const storage = join(
+      hostPaths({
+        name: node2.name,
+        address: node2.address,
+        prefix: node2.prefix,
+        ssh: { user: 'root', port: 22, key: '' },
+      }).kubeletRoot,
+      'storage',
+    );
+    assert.ok(dir.startsWith(`${storage}/`), `the volume ${dir} is in node-2's storage dir ${storage}`);
+    await waitFor(
+      'the pod to have written into the volume',
+      async () =>
+        existsSync(join(dir, 'log')) && readFileSync(join(dir, 'log'), 'utf8') === 'lab\n' ? true : undefined,
+      30_000,
+    );
+
+    await kubit(['delete', 'pod', 'lab-writer']);
+    await kubit(['delete', 'pvc', 'lab-notes']);
+    await waitFor(
+      'the PV and its directory to be removed',
+      async () =>
+        (await kubit(['get', 'pv', '-o', 'name'])).trim() === '' && !existsSync(dir) ? true : undefined,
+      60_000,
     );
     failed = false;
   });

@@ -111,6 +111,9 @@ export async function checkHosts(inv: Inventory, mode: InstallMode): Promise<voi
         isNode ? 'command -v ip >/dev/null || echo "ip (apt-get install iproute2)"' : '',
         isNode ? 'command -v nft >/dev/null || echo "nft (apt-get install nftables)"' : '',
         isNode ? 'command -v conntrack >/dev/null || echo "conntrack (apt-get install conntrack)"' : '',
+        // kubit-disk volumes: a loop device (losetup) with an ext4 (mkfs.ext4, resize2fs).
+        isNode ? 'command -v losetup >/dev/null || echo "losetup (apt-get install mount)"' : '',
+        isNode ? 'command -v mkfs.ext4 >/dev/null || echo "mkfs.ext4 (apt-get install e2fsprogs)"' : '',
         dnsHosts(inv).includes(h) ? dnsPortCheck(h) : '',
       ].filter(Boolean);
       const out = await runSshChecked(h, 'checking prerequisites', need.join('\n'), sshOptions(inv));
