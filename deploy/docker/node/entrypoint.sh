@@ -39,6 +39,9 @@ mount --make-rshared / 2>/dev/null || true
 # docker-compose.yml), and the kubelet's losetup makes the rest it needs.
 storage=/var/lib/kubelet/storage
 "$kubit/deploy/docker/node/loop-devices.sh" nodes
+# A node killed outright (SIGKILL) could not detach its disks: nothing of this node
+# runs yet, so any loop device on its storage is a leftover.
+"$kubit/deploy/docker/node/loop-devices.sh" detach "$storage"
 export PATH="$kubit/deploy/docker/node/bin:$PATH"
 
 root=/var/lib/containerd

@@ -28,18 +28,21 @@ nodes() {
 }
 
 detach() {
-  local dir=${1%/} f file dev
-  for f in /sys/block/loop*/loop/backing_file; do
-    [ -r "$f" ] || continue
-    file=$(cat "$f" 2>/dev/null) || continue
-    case "$file" in
-      "$dir"/*)
-        dev=/dev/$(basename "$(dirname "$(dirname "$f")")")
-        [ -e "$dev" ] || nodes
-        /sbin/losetup -d "$dev" 2>/dev/null || true
-        ;;
-    esac
-  done
+  # This node's disks are told by their files' device and inode, not by path: every
+  # node container has the same /var/lib/kubelet/storage, and the kernel shows each
+  # backing file by the path its container saw.
+  local dir=${1%/} f name majmin ino
+  local -A mine=()
+  while IFS= read -r -d '' f; do
+    mine["$(stat -c '%Hd:%Ld %i' "$f")"]=1
+  done < <(find "$dir" -xdev -type f -print0 2>/dev/null)
+  [ "${#mine[@]}" -gt 0 ] || return 0
+  while read -r name majmin ino; do
+    [ -n "${mine["$majmin $ino"]:-}" ] || continue
+    [ -e "$name" ] || nodes
+    # A busy device goes when its last user (a mount) closes it.
+    /sbin/losetup -d "$name" 2>/dev/null || true
+  done < <(/sbin/losetup -l -n -O NAME,BACK-MAJ:MIN,BACK-INO 2>/dev/null)
 }
 
 case "${1:-}" in

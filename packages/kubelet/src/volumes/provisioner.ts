@@ -39,6 +39,8 @@ import {
 const CAPACITY_REFRESH_MS = 30_000;
 /** How soon a volume whose data could not be removed yet (still mounted) is tried again. */
 const DELETE_RETRY_MS = 3_000;
+/** How often a disk whose filesystem could not grow while mounted is looked at again. */
+const RESIZE_RETRY_MS = 10_000;
 
 export class NodeVolumeProvisioner {
   private readonly claims: Informer<PersistentVolumeClaim>;
@@ -117,7 +119,14 @@ export class NodeVolumeProvisioner {
     const mounted = !!dev && readMountTable().some((m) => m.source === dev);
     const result = await grow(file, bytes, mounted);
     if (result === 'pending') {
-      this.log.info({ file, bytes }, 'disk grown; its filesystem grows at the next mount');
+      // Its filesystem grows offline once the pod lets go of it (or at its next mount):
+      // look again until then, so the claim learns its new size without another event.
+      this.log.info({ file, bytes }, 'disk grown; its filesystem grows when it is next unmounted or mounted');
+      const retry = setTimeout(() => {
+        const latest = this.claims.store.get(claim.metadata?.name ?? '', claim.metadata?.namespace);
+        if (latest) this.claim(latest);
+      }, RESIZE_RETRY_MS);
+      retry.unref();
       return;
     }
     const status = claim.status ?? {};
