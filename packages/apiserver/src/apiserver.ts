@@ -21,6 +21,7 @@ import { type ServiceNetworking, serviceNetworking } from './services/networking
 import { AllocationRepair } from './services/repair.js';
 import { StoreStartup, withTimeout } from './startup.js';
 import { Store } from './storage.js';
+import { storageAdmission } from './storage-admission.js';
 import { WatchCache } from './watchcache.js';
 
 export interface ApiServerOptions {
@@ -273,13 +274,19 @@ export async function startApiServer(
       authzChain.push({ authorize: () => ({ decision: 'allow', reason: 'AlwaysAllow' }) });
   }
   const lookup = boundObjectLookup(store, caches);
+  // DefaultStorageClass, StorageObjectInUseProtection and PersistentVolumeClaimResize.
+  const storage = storageAdmission(caches.get('storageclasses')!, store);
   const app = createServer({
     store,
     kinds,
     caches,
     authn: new Authenticator(tokens, saTokens && { tokens: saTokens, lookup }, log),
     tokenReviewer: { tokens: saTokens, lookup, staticUser: (t) => tokens.get(t) },
-    createAdmission: saTokens ? [serviceAccountAdmission(caches.get('serviceaccounts')!, store)] : [],
+    createAdmission: [
+      ...(saTokens ? [serviceAccountAdmission(caches.get('serviceaccounts')!, store)] : []),
+      storage.create,
+    ],
+    updateAdmission: [storage.update],
     authz: new UnionAuthorizer(authzChain),
     rbac,
     log,

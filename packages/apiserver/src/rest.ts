@@ -53,7 +53,6 @@ import {
   type ResourceRequest,
 } from './request.js';
 import { CompactedError, type KObject, type SideKeys, type Store, type StoredObject } from './storage.js';
-import { admitStorageCreate, admitStorageUpdate } from './storage-admission.js';
 import type { Filter, WatchCache } from './watchcache.js';
 
 export interface Ctx {
@@ -66,6 +65,13 @@ export interface Ctx {
 
 /** An admission plugin's look at an object about to be created: it may change it or refuse it (throw). */
 export type CreateAdmission = (def: KindDef, o: KObject, namespace: string) => Promise<void>;
+/** The same for an update (`subresource` '' for the object itself): `next` replaces `current`. */
+export type UpdateAdmission = (
+  def: KindDef,
+  subresource: string,
+  next: KObject,
+  current: KObject,
+) => Promise<void>;
 
 export interface Result {
   code: number;
@@ -85,8 +91,10 @@ export class Rest {
     readonly kinds: KindRegistry,
     readonly caches: Map<string, WatchCache>,
     readonly log: Logger,
-    /** Mutating admission for creates (ServiceAccount), run after defaults, before validation. */
+    /** Mutating admission for creates (ServiceAccount, storage), run after defaults, before validation. */
     private readonly createAdmission: CreateAdmission[] = [],
+    /** Admission for updates (claim resize), run after validation. */
+    private readonly updateAdmission: UpdateAdmission[] = [],
   ) {}
 
   /** How claims hooks read the store: straight from it, since a claim is decided there. */
@@ -306,7 +314,6 @@ export class Rest {
     def.prepareForCreate?.(o);
     def.defaults?.(o);
     for (const admit of this.createAdmission) await admit(def, o, ri.namespace);
-    admitStorageCreate(def, o, this.cacheOf('storageclasses'));
     m.creationTimestamp = nowRfc3339();
     delete m.deletionTimestamp;
     delete m.deletionGracePeriodSeconds;
@@ -454,7 +461,7 @@ export class Rest {
           ? await claimsDef.assign(next, currentOut, this.claimReader, attempt)
           : undefined;
         validateChange(def, next, currentOut);
-        await admitStorageUpdate(def, sub, next, currentOut, this.cacheOf('storageclasses'), this.store);
+        for (const admit of this.updateAdmission) await admit(def, sub, next, currentOut);
         nodeRestriction(ctx.user, def, sub, ri.verb, ri.name, currentOut, next);
         m.resourceVersion = String(cur.rev);
         if (sameIgnoringVersion(next, currentOut)) {

@@ -26,7 +26,7 @@ import { serveNonResource } from './nonresource.js';
 import { parseRequestInfo } from './request.js';
 import { RequestMetrics } from './request-metrics.js';
 import { type ResourceServices, type Responder, serveResource } from './resource-handler.js';
-import { type CreateAdmission, type Ctx, Rest } from './rest.js';
+import { type CreateAdmission, type Ctx, Rest, type UpdateAdmission } from './rest.js';
 import type { Store } from './storage.js';
 import { registerStreaming } from './streaming.js';
 import type { TokenReviewer } from './token-review.js';
@@ -45,6 +45,7 @@ export interface ServerDeps {
   rbac: RbacAuthorizer;
   /** Mutating admission for creates (see Rest). */
   createAdmission?: CreateAdmission[];
+  updateAdmission?: UpdateAdmission[];
   /** Answers TokenReviews. */
   tokenReviewer: TokenReviewer;
   log: Logger;
@@ -81,7 +82,7 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   }) as unknown as FastifyInstance;
   const metrics = new RequestMetrics(deps.registry, deps.log);
   const services: ResourceServices = {
-    rest: new Rest(deps.store, deps.kinds, deps.caches, deps.log, deps.createAdmission),
+    rest: new Rest(deps.store, deps.kinds, deps.caches, deps.log, deps.createAdmission, deps.updateAdmission),
     discovery: new Discovery(deps.kinds, deps.serverAddress),
     authz: deps.authz,
     rbac: deps.rbac,

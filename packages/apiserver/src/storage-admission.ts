@@ -14,6 +14,7 @@ import {
   tryParseQuantity,
 } from '@kubit/api';
 import { type KindDef, obj, str } from './kinds/types.js';
+import type { CreateAdmission, UpdateAdmission } from './rest.js';
 import type { KObject, Store } from './storage.js';
 import type { WatchCache } from './watchcache.js';
 
@@ -77,4 +78,15 @@ export async function admitStorageUpdate(
     throw forbid(
       'only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize',
     );
+}
+
+/** The storage plugins as the REST layer's create and update admission, over the class cache. */
+export function storageAdmission(
+  storageClasses: WatchCache,
+  store: Store,
+): { create: CreateAdmission; update: UpdateAdmission } {
+  return {
+    create: async (def, o) => admitStorageCreate(def, o, storageClasses),
+    update: (def, sub, next, current) => admitStorageUpdate(def, sub, next, current, storageClasses, store),
+  };
 }
