@@ -33,6 +33,21 @@ export const containerName = (c: { labels: Record<string, string>; metadata: { n
   c.labels[CONTAINER_NAME_LABEL] ?? c.metadata.name;
 
 /** Reads the pod's sandboxes and the status of every container in its current sandbox. */
+/** How long a just-killed container's status gets to learn it was OOM-killed. */
+const OOM_SETTLE_MS = 250;
+
+/**
+ * A container killed by SIGKILL (137) a moment ago whose reason is still the generic
+ * "Error": containerd learns of an OOM kill from a separate event that can arrive just
+ * after the exit, and a reason reported once is final for a pod that does not restart.
+ * Such a status is read again after a short wait, so OOMKilled is not lost to the race.
+ */
+function mayStillBeOomKilled(s: ContainerStatus, now = Date.now()): boolean {
+  if (s.state !== 'CONTAINER_EXITED' || s.exitCode !== 137) return false;
+  if (s.reason && s.reason !== 'Error') return false;
+  return now - s.finishedAt / 1_000_000 < 1_000;
+}
+
 export async function observePod(runtime: ContainerRuntime, uid: string): Promise<Observed> {
   const sandboxes = await runtime.listPodSandbox({ labelSelector: { [POD_UID_LABEL]: uid } });
   sandboxes.sort((a, b) => b.metadata.attempt - a.metadata.attempt || b.createdAt - a.createdAt);
@@ -54,6 +69,10 @@ export async function observePod(runtime: ContainerRuntime, uid: string): Promis
       let s: ContainerStatus;
       try {
         s = await runtime.containerStatus(c.id);
+        if (mayStillBeOomKilled(s)) {
+          await new Promise((r) => setTimeout(r, OOM_SETTLE_MS));
+          s = await runtime.containerStatus(c.id);
+        }
       } catch (err) {
         if (isNotFound(err)) continue;
         throw err;
