@@ -346,6 +346,41 @@ describe('planner', () => {
     assert.deepEqual([...one.chains.values()], [...two.chains.values()]);
   });
 
+  it('ClientIP affinity grows linearly with endpoints: one set each, referenced by a fixed number of rules', () => {
+    // The kernel looks every referenced set up by name along the table's list of sets, so
+    // a form where each endpoint's rule checked the other endpoints' sets would cost
+    // endpoints² in the plan and more in the kernel. Count what 100 and 200 endpoints plan.
+    const size = (n: number) => {
+      const eps = Array.from({ length: n }, (_, i) => ({ ip: `10.244.${1 + (i >> 8)}.${i & 255}` }));
+      const r = planRuleset(
+        [service('web', { clusterIP: '10.96.0.20', sessionAffinity: 'ClientIP' })],
+        [slice('web', eps)],
+        opts,
+      );
+      const rules = r.chains.get(serviceChain(webId))?.rules ?? [];
+      const refs = new Map<string, number>();
+      for (const rule of rules)
+        for (const m of rule.matchAll(/@(affinity-\S+)/g)) refs.set(m[1], (refs.get(m[1]) ?? 0) + 1);
+      const sets = [...r.sets.keys()].filter((k) => k.startsWith('affinity-'));
+      return {
+        rules: rules.length,
+        sets: sets.length,
+        refs,
+        total: [...refs.values()].reduce((a, b) => a + b, 0),
+      };
+    };
+    for (const n of [100, 200]) {
+      const s = size(n);
+      assert.equal(s.sets, n, 'one affinity set per endpoint');
+      // The masquerade rule, then per endpoint one affinity check and one arm of the random pick.
+      assert.equal(s.rules, 1 + 2 * n);
+      // Each set: the check's lookup and refresh, and its own arm's update — never another endpoint's rules.
+      assert.deepEqual([...new Set(s.refs.values())], [3]);
+      assert.equal(s.refs.size, n);
+      assert.equal(s.total, 3 * n);
+    }
+  });
+
   it('keeps chain names within nft’s limit and stable for long names', () => {
     const long = 'x'.repeat(63);
     const svc = service(long, { clusterIP: '10.96.0.20', ports: [{ name: 'y'.repeat(15), port: 80 }] });

@@ -3,8 +3,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { ETCDCTL_BINARY, StoreCluster, waitFor } from '@kubit/testkit';
+import * as grpc from '@grpc/grpc-js';
+import { ETCDCTL_BINARY, parseEtcdctlJson, StoreCluster, waitFor } from '@kubit/testkit';
 import { Etcd3 } from 'etcd3';
+import { etcdServices } from '../src/proto.js';
 
 let cluster: StoreCluster;
 const ctl = (...args: string[]) => cluster.etcdctl(args);
@@ -196,6 +198,55 @@ test('endpoint status/health (--cluster) and member list', async () => {
       `^[0-9a-f]+, started, m0, http://127.0.0.1:${cluster.members[0].peerPort}, http://127.0.0.1:${cluster.members[0].clientPort}, false$`,
     ),
   );
+});
+
+/** MemberList straight from the store over gRPC, uint64s as the exact decimal strings it sends. */
+function storeMemberList(
+  endpoint: string,
+): Promise<{ header: { member_id: string }; members: { ID: string; name: string }[] }> {
+  const client = new etcdServices.Cluster(
+    endpoint,
+    grpc.credentials.createInsecure(),
+  ) as unknown as grpc.Client & {
+    MemberList(req: object, cb: (err: Error | null, resp: never) => void): void;
+  };
+  return new Promise((res, rej) =>
+    client.MemberList({}, (err, resp) => {
+      client.close();
+      if (err) rej(err);
+      else res(resp);
+    }),
+  );
+}
+
+test("member IDs: etcdctl prints the store's own 64-bit IDs exactly (table, json, endpoint status)", async () => {
+  // A double cannot hold every uint64: this one is what etcdctl printed for a real member.
+  assert.deepEqual(parseEtcdctlJson('{"ID":14781329676850808784,"n":7,"s":"9007199254740993"}'), {
+    ID: '14781329676850808784',
+    n: 7,
+    s: '9007199254740993',
+  });
+  const own = await storeMemberList(cluster.endpoints[0]);
+  assert.equal(own.members.length, 1);
+  const table = lines(await ok('member', 'list')).map((l) => l.split(', '));
+  assert.deepEqual(
+    table.map((f) => [BigInt(`0x${f[0]}`).toString(), f[2]]),
+    own.members.map((m) => [m.ID, m.name]),
+  );
+  const json = parseEtcdctlJson(await ok('member', 'list', '-w', 'json')) as {
+    header: { member_id: number | string };
+    members: { ID: number | string }[];
+  };
+  assert.deepEqual(
+    json.members.map((m) => String(m.ID)),
+    own.members.map((m) => m.ID),
+  );
+  assert.equal(String(json.header.member_id), own.header.member_id);
+  // The testkit's view of a member, which the cluster tests compare IDs with.
+  const status = await cluster.memberStatus(0);
+  assert.equal(status?.memberId, own.header.member_id);
+  assert.equal(status?.leader, own.header.member_id, 'the only member leads');
+  assert.equal(await cluster.leaderIndex(), 0);
 });
 
 test('/health and /metrics on the metrics URL', async () => {

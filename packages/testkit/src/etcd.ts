@@ -103,6 +103,19 @@ export function runCommand(
   });
 }
 
+/**
+ * etcdctl's `-w json` output, parsed with every integer too large for a double
+ * (member and cluster IDs are uint64) kept as its exact decimal string: plain
+ * JSON.parse would round 14781329676850808784 to 14781329676850809000.
+ */
+export function parseEtcdctlJson(text: string): unknown {
+  // Strings are matched first so that digits inside them are left alone.
+  const quoted = text.replace(/"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g, (tok) =>
+    /^-?\d+$/.test(tok) && !Number.isSafeInteger(Number(tok)) ? `"${tok}"` : tok,
+  );
+  return JSON.parse(quoted);
+}
+
 /** The real etcdctl (v3 API) against `endpoints`. */
 export function etcdctl(
   endpoints: string[],
@@ -287,7 +300,7 @@ export class StoreCluster {
   async leaderIndex(): Promise<number> {
     const r = await this.etcdctl(['endpoint', 'status', '-w', 'json'], { timeoutMs: 10_000 });
     if (r.code !== 0) return -1;
-    const rows = JSON.parse(r.stdout) as {
+    const rows = parseEtcdctlJson(r.stdout) as {
       Endpoint: string;
       Status: { header: { member_id: number | string }; leader: number | string };
     }[];
@@ -308,7 +321,7 @@ export class StoreCluster {
       timeoutMs: timeoutMs + 3000,
     });
     if (r.code !== 0) return undefined;
-    const [row] = JSON.parse(r.stdout) as {
+    const [row] = parseEtcdctlJson(r.stdout) as {
       Status: {
         header: { member_id: number | string; raft_term: number | string; revision: number | string };
         leader?: number | string;
@@ -318,7 +331,7 @@ export class StoreCluster {
     }[];
     const s = row.Status;
     return {
-      // etcdctl prints 64-bit IDs as JSON numbers: compare them as strings of the parsed doubles only.
+      // Exact decimal strings (parseEtcdctlJson keeps 64-bit IDs out of doubles).
       memberId: String(s.header.member_id),
       // etcdctl leaves out a zero leader (none known).
       leader: String(s.leader ?? 0),
