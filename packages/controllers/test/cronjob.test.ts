@@ -156,7 +156,7 @@ describe('CronJob controller', () => {
       [name],
     );
     assert.equal(Date.parse(st.lastScheduleTime!), minute);
-    assert.ok(events.reasons().includes('SuccessfulCreate'));
+    await waitFor('SuccessfulCreate', () => events.reasons().includes('SuccessfulCreate') || undefined);
     await client.delete(resources.cronjobs, 'every-minute', { namespace: NS });
   });
 
@@ -196,13 +196,14 @@ describe('CronJob controller', () => {
     });
     assert.equal(Date.parse(st.lastSuccessfulTime!), first + 3000);
     assert.equal(Date.parse(st.lastScheduleTime!), held);
-    assert.ok(events.reasons().includes('SawCompletedJob'));
+    await waitFor('SawCompletedJob', () => events.reasons().includes('SawCompletedJob') || undefined);
     // History: with successfulJobsHistoryLimit 1, completing the second prunes the first.
     await complete(job2, held + 2000);
     await waitFor('the older finished Job pruned', async () => {
       const js = await ownedJobs(cj);
       return js.length === 1 && js[0].metadata?.name === job2.metadata?.name ? true : undefined;
     });
-    assert.ok(events.reasons().includes('SuccessfulDelete'));
+    // The event follows the delete's answer, which can come after the Job is seen gone.
+    await waitFor('SuccessfulDelete', () => events.reasons().includes('SuccessfulDelete') || undefined);
   });
 });
