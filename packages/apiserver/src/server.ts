@@ -19,6 +19,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { Authenticator } from './authn.js';
 import { type Authorizer, authorizeRequest, type RbacAuthorizer } from './authz.js';
 import { Discovery } from './discovery.js';
+import { etagOf, matchesEtag } from './etag.js';
 import type { KindRegistry } from './kinds/index.js';
 import type { RawExchange } from './kinds/types.js';
 import type { KubeletClientTls } from './logs.js';
@@ -154,6 +155,16 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     if (info.kind === 'resource') return serveResource(info, ctx, accept, out, services);
     const a = await serveNonResource(info.path, accept, services.discovery, deps.registry);
     if ('text' in a) return reply.code(a.code).header('Content-Type', a.contentType).send(a.text);
+    if (a.code === 200 && (req.method === 'GET' || req.method === 'HEAD')) {
+      const etag = a.etag ?? etagOf(a.body);
+      if (matchesEtag(req.headers['if-none-match'], etag)) {
+        reply.hijack();
+        reply.raw.writeHead(304, { ETag: etag });
+        reply.raw.end();
+        return metrics.finish(req.raw, 304);
+      }
+      reply.raw.setHeader('ETag', etag);
+    }
     return out.json(a.code, a.body, a.contentType);
   };
 
