@@ -9,7 +9,7 @@ import { serveOpenApi } from './openapi/serve.js';
 export type Answer =
   /** etag: the body's entity tag when known without serializing it (else the server hashes it). */
   | { code: number; body: unknown; contentType?: string; etag?: string }
-  | { code: number; text: string; contentType: string };
+  | { code: number; text: string | Buffer; contentType: string };
 
 /** The answer to a GET of a non-resource path, or a 404. */
 export async function serveNonResource(

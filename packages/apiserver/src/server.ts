@@ -154,6 +154,12 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     const out = responder(req, reply, ctx, metrics);
     if (info.kind === 'resource') return serveResource(info, ctx, accept, out, services);
     const a = await serveNonResource(info.path, accept, services.discovery, deps.registry);
+    if ('text' in a && Buffer.isBuffer(a.text)) {
+      reply.hijack();
+      reply.raw.writeHead(a.code, { 'Content-Type': a.contentType, 'Content-Length': a.text.length });
+      reply.raw.end(a.text);
+      return metrics.finish(req.raw, a.code);
+    }
     if ('text' in a) return reply.code(a.code).header('Content-Type', a.contentType).send(a.text);
     if (a.code === 200 && (req.method === 'GET' || req.method === 'HEAD')) {
       const etag = a.etag ?? etagOf(a.body);

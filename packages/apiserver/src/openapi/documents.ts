@@ -8,6 +8,7 @@ import type { KindRegistry } from '../kinds/index.js';
 import type { KindDef, SubresourceDef } from '../kinds/types.js';
 import type { Schema } from '../model/schema.js';
 import { definitionName, type Flavor, nameSchemas, type OpenApiSchema, SchemaRenderer } from './schemas.js';
+import { encodeOpenApiV2 } from './v2-protobuf.js';
 
 const INFO = { title: 'Kubernetes', version: 'v1.32.0-kubit' };
 
@@ -161,6 +162,16 @@ export class OpenApiDocuments {
       definitions: this.definitions(this.kinds.all, 'v2'),
     }));
   }
+
+  /** The swagger 2.0 document as gnostic's protobuf, encoded once per set of kinds. */
+  v2Protobuf(): Buffer {
+    const { doc, hash } = this.v2();
+    if (this.v2pb?.hash !== hash) {
+      this.v2pb = { hash, bytes: encodeOpenApiV2(doc as Parameters<typeof encodeOpenApiV2>[0]) };
+    }
+    return this.v2pb.bytes;
+  }
+  private v2pb: { hash: string; bytes: Buffer } | undefined;
 
   /** The group-version `path` (after /openapi/v3/) names, when it is served. */
   v3Path(path: string): { group: string; version: string } | undefined {

@@ -27,6 +27,16 @@ const SCALAR_DEFINITIONS: Record<string, OpenApiSchema> = {
   },
 };
 
+/** v3 says "integer or string" with its extension instead of a type (so kubectl explain shows IntOrString). */
+const V3_SCALAR_DEFINITIONS: Record<string, OpenApiSchema> = {
+  ...SCALAR_DEFINITIONS,
+  [INT_OR_STRING]: {
+    description: SCALAR_DEFINITIONS[INT_OR_STRING].description,
+    format: 'int-or-string',
+    'x-kubernetes-int-or-string': true,
+  },
+};
+
 /**
  * The package part of a kind's definition name: Kubernetes' own groups live
  * under io.k8s.api.<first label of the group>; any other group (a custom
@@ -100,7 +110,7 @@ export class SchemaRenderer {
   drain(into: Record<string, OpenApiSchema>): void {
     for (let name = this.pending.shift(); name !== undefined; name = this.pending.shift()) {
       if (into[name]) continue;
-      const scalar = SCALAR_DEFINITIONS[name];
+      const scalar = (this.flavor === 'v3' ? V3_SCALAR_DEFINITIONS : SCALAR_DEFINITIONS)[name];
       const s = this.byName.get(name);
       if (scalar) into[name] = scalar;
       else if (s) into[name] = this.definition(name, s);

@@ -1,18 +1,31 @@
 // GETs of /openapi/v2, /openapi/v3 and /openapi/v3/<group-version>. Answers
-// are JSON; a client that takes only protobuf (client-go's v2 client asks for
-// application/com.github.proto-openapi.spec.v2@v1.0+protobuf first) gets 406,
-// as Kubernetes' OpenAPI handler answers a type it cannot write, and then asks
-// again for JSON.
+// are JSON, and /openapi/v2 also protobuf (client-go's OpenAPISchema() asks
+// only for application/com.github.proto-openapi.spec.v2@v1.0+protobuf). A
+// client that takes neither gets 406, as Kubernetes' OpenAPI handler answers.
 import type { Answer } from '../nonresource.js';
 import type { OpenApiDocuments } from './documents.js';
+import { encodeOpenApiV2, OPENAPI_V2_PROTOBUF } from './v2-protobuf.js';
 
-/** Whether the Accept header takes JSON (no header, or a wildcard, does). */
+/** The media type an answer names: Go's mime parser refuses the '@' of the asked-for spelling. */
+const OPENAPI_V2_PROTOBUF_ANSWERED = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
+
+const mediaTypes = (accept: string) => accept.split(',').map((p) => p.split(';')[0].trim().toLowerCase());
+const isJson = (t: string) => t === 'application/json' || t === '*/*' || t === 'application/*';
+/** Both spellings client-go has used for the v2 protobuf. */
+const isV2Protobuf = (t: string) => t === OPENAPI_V2_PROTOBUF || t === OPENAPI_V2_PROTOBUF_ANSWERED;
+
+/** Whether the Accept header takes JSON (no header does). */
 function acceptsJson(accept: string): boolean {
-  if (!accept.trim()) return true;
-  return accept
-    .split(',')
-    .map((p) => p.split(';')[0].trim().toLowerCase())
-    .some((t) => t === 'application/json' || t === '*/*' || t === 'application/*');
+  return !accept.trim() || mediaTypes(accept).some(isJson);
+}
+
+/** Whether the client prefers the v2 protobuf: it is listed before any JSON. */
+function prefersV2Protobuf(accept: string): boolean {
+  for (const t of mediaTypes(accept)) {
+    if (isV2Protobuf(t)) return true;
+    if (isJson(t)) return false;
+  }
+  return false;
 }
 
 const NOT_ACCEPTABLE: Answer = { code: 406, text: '406 - Not Acceptable\n', contentType: 'text/plain' };
@@ -23,8 +36,12 @@ export function serveOpenApi(path: string, accept: string, docs: OpenApiDocument
   if (!isOpenApi) return undefined;
   if (path === '/openapi/v3') return { code: 200, body: docs.v3Root() };
   let found: { doc: unknown; hash: string } | undefined;
-  if (path === '/openapi/v2') found = docs.v2();
-  else {
+  if (path === '/openapi/v2') {
+    found = docs.v2();
+    if (prefersV2Protobuf(accept)) {
+      return { code: 200, text: docs.v2Protobuf(), contentType: OPENAPI_V2_PROTOBUF_ANSWERED };
+    }
+  } else {
     const gv = docs.v3Path(path.slice('/openapi/v3/'.length));
     if (!gv) return undefined;
     found = docs.v3(gv.group, gv.version);
