@@ -95,6 +95,39 @@ data: {k: v}
     assert.equal(got.body.metadata.labelz, undefined);
   });
 
+  it('names duplicate and unknown fields in body order: 400 under Strict, a Warning under Warn, nothing under Ignore', async () => {
+    const body = (name: string) =>
+      `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"${name}","name":"${name}","unknownMeta":1},` +
+      `"spec":{"selector":{"matchLabels":{"app":"d"}},"paused":true,"paused":false,"template":{"metadata":{"labels":{"app":"d"}},` +
+      `"spec":{"containers":[{"name":"c","image":"busybox:1.36","imagePullPolicy":"Always","imagePullPolicy":"Never","unknownNested":true}]}}}}`;
+    const path = '/apis/apps/v1/namespaces/default/deployments';
+    const strict = await api.req('POST', `${path}?fieldValidation=Strict`, body('dup-strict'));
+    assert.equal(strict.status, 400);
+    assert.equal(
+      strict.body.message,
+      'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: ' +
+        'duplicate field "metadata.name", unknown field "metadata.unknownMeta", duplicate field "spec.paused", ' +
+        'duplicate field "spec.template.spec.containers[0].imagePullPolicy", ' +
+        'unknown field "spec.template.spec.containers[0].unknownNested"',
+    );
+    const warn = await api.req('POST', `${path}?fieldValidation=Warn`, body('dup-warn'));
+    assert.equal(warn.status, 201);
+    assert.match(String(warn.headers.warning), /299 - "duplicate field \\"spec.paused\\""/);
+    assert.match(String(warn.headers.warning), /299 - "unknown field \\"metadata.unknownMeta\\""/);
+    assert.equal(warn.body.spec.paused, false, 'the last of two duplicates wins');
+    const ignore = await api.req('POST', `${path}?fieldValidation=Ignore`, body('dup-ignore'));
+    assert.equal(ignore.status, 201);
+    assert.equal(ignore.headers.warning, undefined);
+    const patch = await api.req(
+      'PATCH',
+      `${path}/dup-warn?fieldValidation=Strict`,
+      '{"spec":{"replicas":2,"replicas":3}}',
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    assert.equal(patch.status, 400);
+    assert.match(patch.body.message, /strict decoding error: duplicate field "spec.replicas"$/);
+  });
+
   it('a kind: List manifest applies every item', async () => {
     const file = await manifestFile(
       'list.yaml',
