@@ -161,17 +161,7 @@ export function createServer(deps: ServerDeps): FastifyInstance {
       return metrics.finish(req.raw, a.code);
     }
     if ('text' in a) return reply.code(a.code).header('Content-Type', a.contentType).send(a.text);
-    if (a.code === 200 && (req.method === 'GET' || req.method === 'HEAD')) {
-      const etag = a.etag ?? etagOf(a.body);
-      if (matchesEtag(req.headers['if-none-match'], etag)) {
-        reply.hijack();
-        reply.raw.writeHead(304, { ETag: etag });
-        reply.raw.end();
-        return metrics.finish(req.raw, 304);
-      }
-      reply.raw.setHeader('ETag', etag);
-    }
-    return out.json(a.code, a.body, a.contentType);
+    return out.document(a.code, a.body, a.contentType, a.etag);
   };
 
   app.route({ method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'], url: '/*', handler });
@@ -212,6 +202,20 @@ function responder(req: FastifyRequest, reply: FastifyReply, ctx: Ctx, metrics: 
       metrics.finish(req.raw, code);
     },
     finished: () => metrics.finish(req.raw, reply.raw.statusCode),
+    document(code, body, contentType, etag) {
+      if (code === 200 && (req.method === 'GET' || req.method === 'HEAD')) {
+        const tag = etag ?? etagOf(body);
+        if (matchesEtag(req.headers['if-none-match'], tag)) {
+          reply.hijack();
+          reply.raw.writeHead(304, { ETag: tag });
+          reply.raw.end();
+          metrics.finish(req.raw, 304);
+          return;
+        }
+        reply.raw.setHeader('ETag', tag);
+      }
+      this.json(code, body, contentType);
+    },
   };
 }
 

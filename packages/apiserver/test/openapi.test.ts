@@ -163,7 +163,14 @@ describe('discovery and OpenAPI documents', () => {
   });
 
   it('answers a repeated OpenAPI or discovery fetch with 304 when its ETag is sent back', async () => {
-    for (const path of ['/openapi/v3/apis/apps/v1', '/openapi/v2', '/openapi/v3', '/apis']) {
+    for (const path of [
+      '/openapi/v3/apis/apps/v1',
+      '/openapi/v2',
+      '/openapi/v3',
+      '/apis',
+      '/api/v1',
+      '/apis/apps/v1',
+    ]) {
       const first = await api.req('GET', path);
       assert.equal(first.status, 200, path);
       const etag = String(first.headers.etag);
