@@ -4,7 +4,7 @@
 // client that takes neither gets 406, as Kubernetes' OpenAPI handler answers.
 import type { Answer } from '../nonresource.js';
 import type { OpenApiDocuments } from './documents.js';
-import { encodeOpenApiV2, OPENAPI_V2_PROTOBUF } from './v2-protobuf.js';
+import { OPENAPI_V2_PROTOBUF } from './v2-protobuf.js';
 
 /** The media type an answer names: Go's mime parser refuses the '@' of the asked-for spelling. */
 const OPENAPI_V2_PROTOBUF_ANSWERED = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
