@@ -8,8 +8,8 @@ import { serveOpenApi } from './openapi/serve.js';
 
 export type Answer =
   /** etag: the body's entity tag when known without serializing it (else the server hashes it). */
-  | { code: number; body: unknown; contentType?: string; etag?: string }
-  | { code: number; text: string | Buffer; contentType: string };
+  | { code: number; body: unknown; contentType?: string; etag?: string; headers?: Record<string, string> }
+  | { code: number; text: string | Buffer; contentType: string; headers?: Record<string, string> };
 
 /** The answer to a GET of a non-resource path, or a 404. */
 export async function serveNonResource(
@@ -17,6 +17,7 @@ export async function serveNonResource(
   accept: string,
   discovery: Discovery,
   registry: Registry,
+  query: Record<string, unknown> = {},
 ): Promise<Answer> {
   const agg = aggregatedVersion(accept);
   if (path === '/api' || path === '/apis') {
@@ -36,7 +37,7 @@ export async function serveNonResource(
       gvm.length === 3 ? discovery.resourceList(gvm[1], gvm[2]) : discovery.resourceList('', gvm[1]);
     if (list) return { code: 200, body: list };
   }
-  const openapi = serveOpenApi(path, accept, discovery.openapi);
+  const openapi = serveOpenApi(path, accept, discovery.openapi, query);
   if (openapi) return openapi;
   if (path === '/metrics')
     return { code: 200, text: await registry.metrics(), contentType: registry.contentType };

@@ -153,7 +153,8 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     };
     const out = responder(req, reply, ctx, metrics);
     if (info.kind === 'resource') return serveResource(info, ctx, accept, out, services);
-    const a = await serveNonResource(info.path, accept, services.discovery, deps.registry);
+    const a = await serveNonResource(info.path, accept, services.discovery, deps.registry, query);
+    for (const [k, v] of Object.entries(a.headers ?? {})) reply.raw.setHeader(k, v);
     if ('text' in a && Buffer.isBuffer(a.text)) {
       reply.hijack();
       reply.raw.writeHead(a.code, { 'Content-Type': a.contentType, 'Content-Length': a.text.length });

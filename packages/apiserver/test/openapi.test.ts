@@ -183,6 +183,20 @@ describe('discovery and OpenAPI documents', () => {
     }
   });
 
+  it('sends an outdated hashed v3 URL on to the current one, and marks the current one immutable', async () => {
+    const root = await api.req('GET', '/openapi/v3');
+    const url = root.body.paths['apis/apps/v1'].serverRelativeURL as string;
+    const current = await api.req('GET', url);
+    assert.equal(current.status, 200);
+    assert.equal(current.headers['cache-control'], 'public, immutable');
+    assert.equal(current.headers.etag, `"${url.split('hash=')[1]}"`);
+    const old = await api.req('GET', '/openapi/v3/apis/apps/v1?hash=0123');
+    assert.equal(old.status, 301);
+    assert.equal(old.headers.location, url);
+    const plain = await api.req('GET', '/openapi/v3/apis/apps/v1');
+    assert.equal(plain.headers['cache-control'], undefined);
+  });
+
   it('serves swagger 2.0 as JSON and protobuf, and 406 for a type it does not write', async () => {
     const v2 = await api.req('GET', '/openapi/v2', undefined, { Accept: 'application/json' });
     assert.equal(v2.body.swagger, '2.0');

@@ -31,7 +31,12 @@ function prefersV2Protobuf(accept: string): boolean {
 const NOT_ACCEPTABLE: Answer = { code: 406, text: '406 - Not Acceptable\n', contentType: 'text/plain' };
 
 /** The answer for an OpenAPI path, or undefined when `path` is none. */
-export function serveOpenApi(path: string, accept: string, docs: OpenApiDocuments): Answer | undefined {
+export function serveOpenApi(
+  path: string,
+  accept: string,
+  docs: OpenApiDocuments,
+  query: Record<string, unknown> = {},
+): Answer | undefined {
   const isOpenApi = path === '/openapi/v2' || path === '/openapi/v3' || path.startsWith('/openapi/v3/');
   if (!isOpenApi) return undefined;
   if (path === '/openapi/v3') return { code: 200, body: docs.v3Root() };
@@ -47,5 +52,17 @@ export function serveOpenApi(path: string, accept: string, docs: OpenApiDocument
     found = docs.v3(gv.group, gv.version);
   }
   if (!acceptsJson(accept)) return NOT_ACCEPTABLE;
-  return { code: 200, body: found.doc, etag: `"${found.hash}"` };
+  const headers: Record<string, string> = { Vary: 'Accept' };
+  const asked = typeof query.hash === 'string' ? query.hash : undefined;
+  if (asked !== undefined && path !== '/openapi/v2') {
+    // A URL with a hash names one version of the document: an old one is sent
+    // on to the current, the current may be cached for good (what kubectl does).
+    if (asked !== found.hash) {
+      const location = `${path}?hash=${found.hash}`;
+      return { code: 301, text: '', contentType: 'text/plain', headers: { Location: location } };
+    }
+    headers['Cache-Control'] = 'public, immutable';
+    headers.Expires = new Date(Date.now() + 365 * 24 * 3600 * 1000).toUTCString();
+  }
+  return { code: 200, body: found.doc, etag: `"${found.hash}"`, headers };
 }
