@@ -2,6 +2,7 @@
 // CustomResourceDefinitions add them), and the duplicate-field scan.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { PbReader } from '@kubit/wire';
 import { Discovery } from '../src/discovery.js';
 import { configmaps } from '../src/kinds/core.js';
 import { builtinKinds, KindRegistry } from '../src/kinds/index.js';
@@ -55,6 +56,51 @@ describe('OpenAPI documents', () => {
         assert.ok(doc.components.schemas[m[1]], `${m[1]} defined in ${group}/${version}`);
       }
     }
+  });
+});
+
+/** A protobuf message's fields: number → the raw bytes of each length-delimited occurrence. */
+function fields(buf: Buffer): Map<number, Buffer[]> {
+  const out = new Map<number, Buffer[]>();
+  const r = new PbReader(buf);
+  while (!r.done) {
+    const tag = r.tag();
+    if ((tag & 7) !== 2) {
+      r.skip(tag);
+      continue;
+    }
+    const list = out.get(tag >>> 3) ?? [];
+    list.push(r.bytes());
+    out.set(tag >>> 3, list);
+  }
+  return out;
+}
+const one = (m: Map<number, Buffer[]>, n: number) => fields(m.get(n)![0]);
+
+describe('OpenAPI v2 protobuf', () => {
+  it('carries each PATCH operation with its group-version-kind and fieldValidation parameter', () => {
+    const discovery = new Discovery(new KindRegistry(builtinKinds()), 'https://127.0.0.1:6443');
+    const doc = fields(discovery.openapi.v2Protobuf());
+    assert.equal(doc.get(1)![0].toString(), '2.0');
+    const items = (doc.get(8) ? fields(doc.get(8)![0]).get(2) : []) ?? [];
+    const byPath = new Map(items.map((b) => [fields(b).get(1)![0].toString(), fields(b)]));
+    const item = byPath.get('/apis/apps/v1/namespaces/{namespace}/deployments/{name}');
+    assert.ok(item, 'the deployments item path');
+    const patch = one(one(item, 2), 8);
+    const params = (patch.get(8) ?? []).map((p) =>
+      one(one(one(fields(p), 1), 2), 3)
+        .get(4)![0]
+        .toString(),
+    );
+    assert.ok(params.includes('fieldValidation'));
+    const ext = (patch.get(13) ?? [])
+      .map(fields)
+      .find((e) => e.get(1)![0].toString() === 'x-kubernetes-group-version-kind');
+    assert.ok(ext);
+    assert.match(one(ext, 2).get(2)![0].toString(), /^group: apps\nversion: v1\nkind: Deployment\n$/);
+    // The definitions: Pod with its group-version-kind.
+    const defs = (doc.get(9) ? fields(doc.get(9)![0]).get(1) : []) ?? [];
+    assert.ok(defs.some((d) => fields(d).get(1)![0].toString() === 'io.k8s.api.core.v1.Pod'));
   });
 });
 
