@@ -1,9 +1,10 @@
 // What clients read to learn the API: /api, /apis, /api/v1, /apis/<g>/<v>,
-// aggregated discovery (apidiscovery.k8s.io/v2), /version and a minimal
-// /openapi/v3 that tells kubectl the server validates fields itself.
+// aggregated discovery (apidiscovery.k8s.io/v2), /version, and the OpenAPI
+// documents (openapi/).
 import { createHash } from 'node:crypto';
 import type { KindRegistry } from './kinds/index.js';
 import { groupVersion, type KindDef, type SubresourceDef } from './kinds/types.js';
+import { OpenApiDocuments } from './openapi/documents.js';
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -50,7 +51,9 @@ export class Discovery {
   constructor(
     private readonly kinds: KindRegistry,
     private readonly serverAddress: string,
-  ) {}
+  ) {
+    this.openapi = new OpenApiDocuments(kinds, () => this.groupVersions());
+  }
 
   version() {
     return {
@@ -205,84 +208,6 @@ export class Discovery {
     };
   }
 
-  private gvPath(group: string, version: string): string {
-    return group ? `apis/${group}/${version}` : `api/${version}`;
-  }
-
-  openapiRoot() {
-    const paths: Record<string, { serverRelativeURL: string }> = {};
-    for (const { group, versions } of [{ group: '', versions: ['v1'] }, ...this.groupVersions()]) {
-      for (const v of versions) {
-        const p = this.gvPath(group, v);
-        const hash = createHash('sha256')
-          .update(JSON.stringify(this.openapiFor(group, v)))
-          .digest('hex')
-          .slice(0, 32);
-        paths[p] = { serverRelativeURL: `/openapi/v3/${p}?hash=${hash}` };
-      }
-    }
-    return { paths };
-  }
-
-  /**
-   * A minimal OpenAPI v3 document for one group-version: every PATCH operation
-   * with its group-version-kind and the fieldValidation parameter, which is
-   * what kubectl looks for before leaving field validation to the server.
-   */
-  openapiFor(group: string, version: string) {
-    const defs = this.kinds.inGroupVersion(group, version);
-    const paths: Record<string, unknown> = {};
-    const params = [
-      { name: 'dryRun', in: 'query', schema: { type: 'string', uniqueItems: true } },
-      { name: 'fieldManager', in: 'query', schema: { type: 'string', uniqueItems: true } },
-      { name: 'fieldValidation', in: 'query', schema: { type: 'string', uniqueItems: true } },
-      { name: 'force', in: 'query', schema: { type: 'boolean', uniqueItems: true } },
-    ];
-    const base = `/${this.gvPath(group, version)}`;
-    for (const d of defs) {
-      const item = d.namespaced
-        ? `${base}/namespaces/{namespace}/${d.resource}/{name}`
-        : `${base}/${d.resource}/{name}`;
-      const op = (action: string, gvk: { group: string; version: string; kind: string }) => ({
-        tags: [group || 'core'],
-        operationId: `${action}${d.kind}`,
-        parameters: params,
-        requestBody: {
-          content: {
-            'application/json-patch+json': { schema: { type: 'object' } },
-            'application/merge-patch+json': { schema: { type: 'object' } },
-            'application/apply-patch+yaml': { schema: { type: 'object' } },
-          },
-          required: true,
-        },
-        responses: { '200': { description: 'OK' } },
-        'x-kubernetes-action': 'patch',
-        'x-kubernetes-group-version-kind': gvk,
-      });
-      paths[item] = { patch: op('patch', { group: d.group, version: d.version, kind: d.kind }) };
-      // kubectl reads the patch operations of the subresources it patches (status, scale).
-      for (const sub of d.subresources) {
-        if (!sub.verbs.includes('patch')) continue;
-        const name = `patch${sub.name[0].toUpperCase()}${sub.name.slice(1)}`;
-        paths[`${item}/${sub.name}`] = { patch: op(name, subresourceKind(d, sub)) };
-      }
-    }
-    return {
-      openapi: '3.0.0',
-      info: { title: 'Kubernetes', version: 'v1.32.0-kubit' },
-      paths,
-      components: { schemas: {} },
-    };
-  }
-
-  /** Whether `path` (after /openapi/v3/) names a served group-version. */
-  openapiPath(path: string): { group: string; version: string } | undefined {
-    const p = path.split('/').filter((x) => x);
-    if (p[0] === 'api' && p.length === 2 && p[1] === 'v1') return { group: '', version: 'v1' };
-    if (p[0] === 'apis' && p.length === 3) {
-      const gv = this.groupVersions().find((g) => g.group === p[1] && g.versions.includes(p[2]));
-      if (gv) return { group: p[1], version: p[2] };
-    }
-    return undefined;
-  }
+  /** The OpenAPI v2 and v3 documents of the kinds served now (openapi/documents.ts). */
+  readonly openapi: OpenApiDocuments;
 }

@@ -4,10 +4,12 @@ import { methodNotSupported, notFoundPath } from '@kubit/api';
 import type { Registry } from '@kubit/daemon';
 import type { Discovery } from './discovery.js';
 import { aggregatedVersion } from './negotiation.js';
+import { serveOpenApi } from './openapi/serve.js';
 
 export type Answer =
-  | { code: number; body: unknown; contentType?: string }
-  | { code: number; text: string; contentType: string };
+  /** etag: the body's entity tag when known without serializing it (else the server hashes it). */
+  | { code: number; body: unknown; contentType?: string; etag?: string; headers?: Record<string, string> }
+  | { code: number; text: string | Buffer; contentType: string; headers?: Record<string, string> };
 
 /** The answer to a GET of a non-resource path, or a 404. */
 export async function serveNonResource(
@@ -15,6 +17,7 @@ export async function serveNonResource(
   accept: string,
   discovery: Discovery,
   registry: Registry,
+  query: Record<string, unknown> = {},
 ): Promise<Answer> {
   const agg = aggregatedVersion(accept);
   if (path === '/api' || path === '/apis') {
@@ -34,11 +37,8 @@ export async function serveNonResource(
       gvm.length === 3 ? discovery.resourceList(gvm[1], gvm[2]) : discovery.resourceList('', gvm[1]);
     if (list) return { code: 200, body: list };
   }
-  if (path === '/openapi/v3') return { code: 200, body: discovery.openapiRoot() };
-  if (path.startsWith('/openapi/v3/')) {
-    const gv = discovery.openapiPath(path.slice('/openapi/v3/'.length));
-    if (gv) return { code: 200, body: discovery.openapiFor(gv.group, gv.version) };
-  }
+  const openapi = serveOpenApi(path, accept, discovery.openapi, query);
+  if (openapi) return openapi;
   if (path === '/metrics')
     return { code: 200, text: await registry.metrics(), contentType: registry.contentType };
   const m = /^\/apis\/([^/]+)$/.exec(path);

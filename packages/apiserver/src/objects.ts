@@ -3,6 +3,7 @@
 // kinds (names, labels, system fields).
 import { badRequest, invalid, validateObject, validateUpdate } from '@kubit/api';
 import { groupVersion, type KindDef } from './kinds/types.js';
+import type { FieldScan } from './model/duplicates.js';
 import { conform, type DecodeProblems } from './model/schema.js';
 import type { KObject } from './storage.js';
 
@@ -23,6 +24,8 @@ export function decodeObject(
   raw: unknown,
   mode: FieldValidation,
   warnings: string[],
+  /** The body's field scan (JSON bodies): its duplicate fields and the order of its fields. */
+  scan?: FieldScan,
 ): KObject {
   const gv = groupVersion(def);
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -48,19 +51,33 @@ export function decodeObject(
       `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: ${probs.types[0]}`,
     );
   }
-  if (probs.unknown.length > 0) {
+  const problems = fieldProblems(probs.unknown, scan);
+  if (problems.length > 0) {
     if (mode === 'Strict') {
       throw badRequest(
-        `strict decoding error: ${probs.unknown.map((f) => `unknown field "${f}"`).join(', ')}`,
+        `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: strict decoding error: ${problems.join(', ')}`,
       );
     }
-    if (mode === 'Warn') for (const f of probs.unknown) warnings.push(`unknown field "${f}"`);
+    if (mode === 'Warn') warnings.push(...problems);
   }
   obj.apiVersion = gv;
   obj.kind = def.kind;
   obj.metadata ??= {};
   dropEmptyMetadata(obj.metadata);
   return obj;
+}
+
+/** Unknown and duplicate fields, each named once, in the order the body has them. */
+function fieldProblems(unknown: string[], scan: FieldScan | undefined): string[] {
+  const all = [
+    ...unknown.map((path) => ({ text: `unknown field "${path}"`, at: scan?.order.get(path) ?? Infinity })),
+    ...(scan?.duplicates ?? []).map((d) => ({ text: `duplicate field "${d.path}"`, at: d.at })),
+  ];
+  const seen = new Set<string>();
+  return all
+    .sort((a, b) => a.at - b.at)
+    .map((p) => p.text)
+    .filter((t) => !seen.has(t) && seen.add(t));
 }
 
 /** ObjectMeta's maps and lists that Kubernetes' JSON omits when empty (omitempty). */

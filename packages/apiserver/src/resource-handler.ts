@@ -19,6 +19,11 @@ import { serveWatch, type WatchOptions } from './watch.js';
 /** How a handler answers: a serialized JSON body, or the raw response taken over. */
 export interface Responder {
   json(code: number, body: unknown, contentType?: string): void;
+  /**
+   * A discovery or OpenAPI document: json() with an ETag (the body's hash unless
+   * given), or a bodiless 304 when the client's If-None-Match names it.
+   */
+  document(code: number, body: unknown, contentType?: string, etag?: string): void;
   raw: RawExchange;
   /** Counts a request whose answer was written on the raw response. */
   finished(): void;
@@ -45,7 +50,8 @@ export async function serveResource(
 ): Promise<void> {
   if (onlyProtobuf(accept)) throw notAcceptable(['application/json', 'application/yaml']);
   if (!info.resource) {
-    return send(out, serveGroupVersion(s.discovery, info.verb, info.group, info.version));
+    const r = serveGroupVersion(s.discovery, info.verb, info.group, info.version);
+    return out.document(r.code, r.body);
   }
   if (info.group === 'authorization.k8s.io' && info.version === 'v1') {
     const r = serveAccessReview(info, ctx, s.authz, s.rbac);

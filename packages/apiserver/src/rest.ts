@@ -1,5 +1,6 @@
 // The REST verbs over the storage layer, generic over kinds: create, get,
 // list, update, patch, delete, deletecollection (watch is in watch.ts).
+
 import { randomUUID } from 'node:crypto';
 import {
   alreadyExists,
@@ -27,6 +28,7 @@ import {
   obj,
   str,
 } from './kinds/types.js';
+import { scanFields } from './model/duplicates.js';
 import { applyPatchOfFormat } from './model/patch.js';
 import { parseFieldSelector, parseLabelSelector } from './model/selectors.js';
 import {
@@ -285,7 +287,11 @@ export class Rest {
 
   decodeForWrite(def: KindDef, ctx: Ctx, fv: FieldValidation): KObject {
     const format = bodyFormat(ctx.contentType, BODY_MEDIA_TYPES);
-    return decodeObject(def, parseBody(ctx.body, format, def.kind), fv, ctx.warnings);
+    const raw = parseBody(ctx.body, format, def.kind);
+    // Only JSON can hide a duplicate: YAML's parser refuses one, protobuf has none.
+    const scan =
+      format === 'json' && fv !== 'Ignore' && ctx.body ? scanFields(ctx.body.toString('utf8')) : undefined;
+    return decodeObject(def, raw, fv, ctx.warnings, scan);
   }
 
   async create(def: KindDef, ri: ResourceRequest, ctx: Ctx): Promise<Result> {
@@ -527,8 +533,11 @@ export class Rest {
         return this.create(def, { ...ri, name: '' }, { ...ctx, body, contentType: 'application/json' });
       }
     }
+    // A merge patch has the object's shape, so its duplicate fields are the object's.
+    const mergeLike = format === 'merge' || format === 'strategic';
+    const scan = mergeLike && fv !== 'Ignore' && ctx.body ? scanFields(ctx.body.toString('utf8')) : undefined;
     return this.updateWith(def, ri, ctx, (current) =>
-      decodeObject(def, applyPatchOfFormat(format, current, patch), fv, ctx.warnings),
+      decodeObject(def, applyPatchOfFormat(format, current, patch), fv, ctx.warnings, scan),
     );
   }
 

@@ -19,6 +19,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { Authenticator } from './authn.js';
 import { type Authorizer, authorizeRequest, type RbacAuthorizer } from './authz.js';
 import { Discovery } from './discovery.js';
+import { etagOf, matchesEtag } from './etag.js';
 import type { KindRegistry } from './kinds/index.js';
 import type { RawExchange } from './kinds/types.js';
 import type { KubeletClientTls } from './logs.js';
@@ -152,9 +153,16 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     };
     const out = responder(req, reply, ctx, metrics);
     if (info.kind === 'resource') return serveResource(info, ctx, accept, out, services);
-    const a = await serveNonResource(info.path, accept, services.discovery, deps.registry);
+    const a = await serveNonResource(info.path, accept, services.discovery, deps.registry, query);
+    for (const [k, v] of Object.entries(a.headers ?? {})) reply.raw.setHeader(k, v);
+    if ('text' in a && Buffer.isBuffer(a.text)) {
+      reply.hijack();
+      reply.raw.writeHead(a.code, { 'Content-Type': a.contentType, 'Content-Length': a.text.length });
+      reply.raw.end(a.text);
+      return metrics.finish(req.raw, a.code);
+    }
     if ('text' in a) return reply.code(a.code).header('Content-Type', a.contentType).send(a.text);
-    return out.json(a.code, a.body, a.contentType);
+    return out.document(a.code, a.body, a.contentType, a.etag);
   };
 
   app.route({ method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'], url: '/*', handler });
@@ -195,6 +203,20 @@ function responder(req: FastifyRequest, reply: FastifyReply, ctx: Ctx, metrics: 
       metrics.finish(req.raw, code);
     },
     finished: () => metrics.finish(req.raw, reply.raw.statusCode),
+    document(code, body, contentType, etag) {
+      if (code === 200 && (req.method === 'GET' || req.method === 'HEAD')) {
+        const tag = etag ?? etagOf(body);
+        if (matchesEtag(req.headers['if-none-match'], tag)) {
+          reply.hijack();
+          reply.raw.writeHead(304, { ETag: tag });
+          reply.raw.end();
+          metrics.finish(req.raw, 304);
+          return;
+        }
+        reply.raw.setHeader('ETag', tag);
+      }
+      this.json(code, body, contentType);
+    },
   };
 }
 

@@ -761,3 +761,24 @@ export const schemas = {
     status: S.any,
   }),
 };
+
+/**
+ * The shared pieces that have a name of their own in Kubernetes' API (the
+ * OpenAPI documents give each one definition and refer to it).
+ */
+export const sharedSchemas = {
+  'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta': objectMeta,
+  'io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector': labelSelector,
+  'io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions': deleteOptions,
+  'io.k8s.api.core.v1.PodSpec': podSpec,
+  'io.k8s.api.core.v1.PodTemplateSpec': podTemplateSpec,
+  'io.k8s.api.core.v1.Container': container,
+  'io.k8s.api.core.v1.ResourceRequirements': resources,
+  'io.k8s.api.core.v1.Toleration': toleration,
+  'io.k8s.api.core.v1.ObjectReference': objectReference,
+  'io.k8s.api.core.v1.PersistentVolumeClaimSpec': persistentVolumeClaimSpec,
+  'io.k8s.api.core.v1.NodeSelector': nodeSelector,
+  'io.k8s.api.core.v1.EndpointSubset': endpointSubset,
+  'io.k8s.api.core.v1.EndpointAddress': endpointAddress,
+  'io.k8s.api.batch.v1.JobSpec': jobSpec,
+} satisfies Record<string, Schema>;
