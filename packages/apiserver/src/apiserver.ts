@@ -7,6 +7,7 @@ import { apiServerServiceIP, formatIPv4 } from '@kubit/api';
 import type { Logger } from '@kubit/daemon';
 import { Counter, Histogram, type Registry, StartupError } from '@kubit/daemon';
 import type { FastifyInstance } from 'fastify';
+import { WebhookAdmission } from './admission/webhooks.js';
 import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
 import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from './authz.js';
 import { bootstrap } from './bootstrap.js';
@@ -287,6 +288,7 @@ export async function startApiServer(
       storage.create,
     ],
     updateAdmission: [storage.update],
+    webhooks: new WebhookAdmission(kinds, caches, log),
     authz: new UnionAuthorizer(authzChain),
     rbac,
     log,

@@ -26,7 +26,7 @@ import { serveNonResource } from './nonresource.js';
 import { parseRequestInfo } from './request.js';
 import { RequestMetrics } from './request-metrics.js';
 import { type ResourceServices, type Responder, serveResource } from './resource-handler.js';
-import { type CreateAdmission, type Ctx, Rest, type UpdateAdmission } from './rest.js';
+import { type CreateAdmission, type Ctx, type DynamicAdmission, Rest, type UpdateAdmission } from './rest.js';
 import type { Store } from './storage.js';
 import { registerStreaming } from './streaming.js';
 import type { TokenReviewer } from './token-review.js';
@@ -46,6 +46,8 @@ export interface ServerDeps {
   /** Mutating admission for creates (see Rest). */
   createAdmission?: CreateAdmission[];
   updateAdmission?: UpdateAdmission[];
+  /** Admission webhooks (Mutating/ValidatingWebhookConfigurations). */
+  webhooks?: DynamicAdmission;
   /** Answers TokenReviews. */
   tokenReviewer: TokenReviewer;
   log: Logger;
@@ -82,7 +84,15 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   }) as unknown as FastifyInstance;
   const metrics = new RequestMetrics(deps.registry, deps.log);
   const services: ResourceServices = {
-    rest: new Rest(deps.store, deps.kinds, deps.caches, deps.log, deps.createAdmission, deps.updateAdmission),
+    rest: new Rest(
+      deps.store,
+      deps.kinds,
+      deps.caches,
+      deps.log,
+      deps.createAdmission,
+      deps.updateAdmission,
+      deps.webhooks,
+    ),
     discovery: new Discovery(deps.kinds, deps.serverAddress),
     authz: deps.authz,
     rbac: deps.rbac,

@@ -3,6 +3,7 @@
 import type { ServiceAccountTokens } from '../sa-tokens.js';
 import type { ServiceNetworking } from '../services/networking.js';
 import { tokenSubresource } from '../subresources/token.js';
+import { mutatingwebhookconfigurations, validatingwebhookconfigurations } from './admissionregistration.js';
 import {
   controllerrevisions,
   daemonsets,
@@ -116,5 +117,7 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     persistentvolumeclaims,
     storageclasses,
     csistoragecapacities,
+    validatingwebhookconfigurations,
+    mutatingwebhookconfigurations,
   ];
 }
