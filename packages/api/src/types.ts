@@ -499,6 +499,20 @@ export const kinds: readonly KindInfo[] = Object.freeze([
     namespaced: true,
   }),
   define({
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    kind: 'ValidatingWebhookConfiguration',
+    resource: 'validatingwebhookconfigurations',
+    namespaced: false,
+  }),
+  define({
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    kind: 'MutatingWebhookConfiguration',
+    resource: 'mutatingwebhookconfigurations',
+    namespaced: false,
+  }),
+  define({
     group: 'discovery.k8s.io',
     version: 'v1',
     kind: 'EndpointSlice',
