@@ -499,6 +499,23 @@ export const kinds: readonly KindInfo[] = Object.freeze([
     namespaced: true,
   }),
   define({
+    group: '',
+    version: 'v1',
+    kind: 'ResourceQuota',
+    resource: 'resourcequotas',
+    namespaced: true,
+    shortNames: ['quota'],
+    subresources: ['status'],
+  }),
+  define({
+    group: '',
+    version: 'v1',
+    kind: 'LimitRange',
+    resource: 'limitranges',
+    namespaced: true,
+    shortNames: ['limits'],
+  }),
+  define({
     group: 'admissionregistration.k8s.io',
     version: 'v1',
     kind: 'ValidatingWebhookConfiguration',

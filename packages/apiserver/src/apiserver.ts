@@ -7,6 +7,8 @@ import { apiServerServiceIP, formatIPv4 } from '@kubit/api';
 import type { Logger } from '@kubit/daemon';
 import { Counter, Histogram, type Registry, StartupError } from '@kubit/daemon';
 import type { FastifyInstance } from 'fastify';
+import { limitRangerAdmission } from './admission/limitranger.js';
+import { quotaAdmission } from './admission/quota.js';
 import { WebhookAdmission } from './admission/webhooks.js';
 import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
 import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from './authz.js';
@@ -286,6 +288,9 @@ export async function startApiServer(
     createAdmission: [
       ...(saTokens ? [serviceAccountAdmission(caches.get('serviceaccounts')!, store)] : []),
       storage.create,
+      // LimitRanger before ResourceQuota: the defaults it sets are what the quota counts.
+      limitRangerAdmission(caches.get('limitranges')!),
+      quotaAdmission(kinds, caches.get('resourcequotas')!, store),
     ],
     updateAdmission: [storage.update],
     webhooks: new WebhookAdmission(kinds, caches, log),

@@ -29,6 +29,7 @@ import {
 } from './core.js';
 import { pods } from './pods.js';
 import { poddisruptionbudgets } from './policy.js';
+import { limitranges, resourcequotas } from './quota.js';
 import { endpoints, endpointslices, serviceKind, services } from './services.js';
 import {
   csistoragecapacities,
@@ -119,5 +120,7 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     csistoragecapacities,
     validatingwebhookconfigurations,
     mutatingwebhookconfigurations,
+    resourcequotas,
+    limitranges,
   ];
 }
