@@ -134,6 +134,23 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     authorize: (user, info) => authorizeRequest(deps.authz, user, info),
     parse: (method, path, query) => parseRequestInfo(method, path, query, deps.kinds),
     serving: deps.serving,
+    admitConnect: async (user, info, options) => {
+      const pods = deps.kinds.lookup('', 'v1', 'pods');
+      if (!deps.webhooks || !pods || info.kind !== 'resource') return;
+      const review = {
+        def: pods,
+        subresource: info.subresource,
+        operation: 'CONNECT' as const,
+        namespace: info.namespace,
+        name: info.name,
+        object: options,
+        user,
+        dryRun: false,
+        warnings: [],
+      };
+      await deps.webhooks.mutate(review);
+      await deps.webhooks.validate(review);
+    },
   });
 
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {

@@ -377,6 +377,34 @@ describe('admission webhooks', () => {
     );
   });
 
+  it('a webhook on pods/exec is asked about a CONNECT with its PodExecOptions', async () => {
+    await namespace('wh-connect');
+    await configure(VWC, 'connect', [
+      webhook('connect.kubit.dev', 'wh-connect', '/refuse', {
+        rules: [{ operations: ['CONNECT'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods/exec'] }],
+      }),
+    ]);
+    const r = await untilReply(
+      'the refused exec',
+      () =>
+        api.req('POST', '/api/v1/namespaces/wh-connect/pods/p/exec?command=ls&stdout=true', undefined, {
+          Connection: 'Upgrade',
+          Upgrade: 'SPDY/3.1',
+        }),
+      (r) => r.status === 403,
+    );
+    assert.equal(
+      r.body.message,
+      'admission webhook "connect.kubit.dev" denied the request: objects labelled refuse=yes are not allowed',
+    );
+    const seen = reviews.filter((x) => x.path === '/refuse').at(-1)?.request;
+    assert.equal(seen.operation, 'CONNECT');
+    assert.equal(seen.subResource, 'exec');
+    assert.deepEqual(seen.kind, { group: '', version: 'v1', kind: 'PodExecOptions' });
+    assert.deepEqual(seen.object.command, ['ls']);
+    assert.equal(seen.object.stdout, true);
+  });
+
   it('configurations are validated as Kubernetes validates them', async () => {
     const r = await api.post(VWC, {
       metadata: { name: 'bad' },

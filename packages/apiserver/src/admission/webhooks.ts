@@ -161,8 +161,8 @@ export class WebhookAdmission {
     const resp = await this.call(m, a);
     if (!resp) return false;
     if (resp.allowed !== true) throw denied(m.hook.name, obj(resp.status));
-    // A DELETE has no object a patch could change.
-    if (resp.patch === undefined || resp.patch === '' || !a.object) return false;
+    // A DELETE has no object a patch could change, a CONNECT only its options.
+    if (resp.patch === undefined || resp.patch === '' || !a.object || a.operation === 'CONNECT') return false;
     if (resp.patchType !== 'JSONPatch') {
       this.failed(m.hook, `received invalid webhook response: unsupported patchType: ${str(resp.patchType)}`);
       return false;
@@ -260,6 +260,9 @@ export class WebhookAdmission {
 
   private reviewRequest(uid: string, m: Match, a: AdmissionAttributes): Record<string, unknown> {
     const kindOf = (d: KindDef) => {
+      // A CONNECT's object is its options (PodExecOptions), and so is its kind.
+      if (a.operation === 'CONNECT' && a.object?.kind)
+        return { group: '', version: 'v1', kind: str(a.object.kind) };
       const sub = d.subresources.find((s) => s.name === a.subresource);
       return sub?.kind ?? { group: d.group, version: d.version, kind: d.kind };
     };
