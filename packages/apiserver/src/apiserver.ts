@@ -279,6 +279,7 @@ export async function startApiServer(
   const lookup = boundObjectLookup(store, caches);
   // DefaultStorageClass, StorageObjectInUseProtection and PersistentVolumeClaimResize.
   const storage = storageAdmission(caches.get('storageclasses')!, store);
+  const webhooks = new WebhookAdmission(kinds, caches, log);
   const app = createServer({
     store,
     kinds,
@@ -293,7 +294,7 @@ export async function startApiServer(
       quotaAdmission(kinds, caches.get('resourcequotas')!, store),
     ],
     updateAdmission: [storage.update],
-    webhooks: new WebhookAdmission(kinds, caches, log),
+    webhooks,
     authz: new UnionAuthorizer(authzChain),
     rbac,
     log,
@@ -329,6 +330,7 @@ export async function startApiServer(
       await kubernetesService.stop();
       await Promise.all([...caches.values()].map((c) => c.stop()));
       await app.close();
+      webhooks.close();
       store.close();
     },
   };

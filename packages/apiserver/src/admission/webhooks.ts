@@ -7,7 +7,7 @@
 // parallel once the object is valid. A webhook that cannot be reached fails the
 // request unless its failurePolicy is Ignore.
 import { randomUUID } from 'node:crypto';
-import { request as httpsRequest } from 'node:https';
+import { Agent, request as httpsRequest } from 'node:https';
 import { badRequest, internalError, type LabelSelector, StatusError } from '@kubit/api';
 import type { Logger } from '@kubit/daemon';
 import type { UserInfo } from '../authn.js';
@@ -70,11 +70,28 @@ const isExempt = (def: KindDef) =>
   (def.resource === 'validatingwebhookconfigurations' || def.resource === 'mutatingwebhookconfigurations');
 
 export class WebhookAdmission {
+  /**
+   * Connections to webhooks are kept between calls: a TLS handshake per request would
+   * cost more than most webhooks' own work. The pool keys connections by address, CA and
+   * server name, so webhooks never share a connection another's CA vouched for.
+   */
+  private readonly agent = new Agent({
+    keepAlive: true,
+    maxSockets: 64,
+    maxFreeSockets: 16,
+    timeout: 60_000,
+  });
+
   constructor(
     private readonly kinds: KindRegistry,
     private readonly caches: Map<string, WatchCache>,
     private readonly log: Logger,
   ) {}
+
+  /** Closes the kept connections (the apiserver is stopping). */
+  close(): void {
+    this.agent.destroy();
+  }
 
   /** Runs the matching mutating webhooks; `a.object` ends up as they left it. */
   async mutate(a: AdmissionAttributes): Promise<void> {
@@ -355,7 +372,7 @@ export class WebhookAdmission {
   }
 
   /** POSTs the review and parses the answer; errors say what the Go client would. */
-  private post(hook: Webhook, body: Buffer): Promise<unknown> {
+  private post(hook: Webhook, body: Buffer, retried = false): Promise<unknown> {
     const timeoutSeconds = hook.timeoutSeconds ?? 10;
     const { url, connectTo, servername } = this.endpoint(hook, timeoutSeconds);
     const ca = hook.clientConfig.caBundle ? Buffer.from(hook.clientConfig.caBundle, 'base64') : undefined;
@@ -375,7 +392,7 @@ export class WebhookAdmission {
             'Content-Length': body.length,
             Host: url.host,
           },
-          agent: false,
+          agent: this.agent,
         },
         (res) => {
           const chunks: Buffer[] = [];
@@ -411,8 +428,14 @@ export class WebhookAdmission {
       const timer = setTimeout(() => {
         req.destroy(new Error('context deadline exceeded'));
       }, timeoutSeconds * 1000);
-      req.on('error', (err) => {
+      req.on('error', (err: NodeJS.ErrnoException) => {
         clearTimeout(timer);
+        // A kept connection the webhook closed meanwhile: once more on a new one (the
+        // request never reached it), as Go's client does for an idle connection.
+        if (!retried && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) {
+          this.post(hook, body, true).then(resolve, reject);
+          return;
+        }
         const msg = err.message.startsWith('failed to call webhook')
           ? err.message
           : `failed to call webhook: ${where}: ${err.message}`;
