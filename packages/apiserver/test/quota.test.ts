@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type ControlPlane, startControlPlane } from '@kubit/testkit';
-import { Api, pod } from './helpers.js';
+import { Api, kubectl, pod } from './helpers.js';
 
 let cp: ControlPlane;
 let api: Api;
@@ -28,10 +28,16 @@ async function namespace(name: string): Promise<void> {
   assert.equal(sa.status, 201, sa.text);
 }
 
-/** Creates the object and waits until the apiserver's watch cache lists it. */
-async function createCached(collection: string, body: { metadata: { name: string } }): Promise<void> {
-  const r = await api.post(collection, body);
-  assert.equal(r.status, 201, r.text);
+/** Creates the object (unless it exists) and waits until the apiserver's watch cache lists it. */
+async function createCached(
+  collection: string,
+  body: { metadata: { name: string } },
+  create = true,
+): Promise<void> {
+  if (create) {
+    const r = await api.post(collection, body);
+    assert.equal(r.status, 201, r.text);
+  }
   const deadline = Date.now() + 10_000;
   for (;;) {
     const l = await api.get(`${collection}?resourceVersion=0`);
@@ -112,6 +118,36 @@ describe('ResourceQuota', () => {
     assert.match(
       c2.body.message,
       /exceeded quota: compute, requested: count\/configmaps=1, used: count\/configmaps=1, limited: count\/configmaps=1$/,
+    );
+  });
+});
+
+describe('kubectl', () => {
+  it('kubectl create quota (a protobuf body) and kubectl run past it', async () => {
+    await namespace('quota-kubectl');
+    await kubectl(cp, [
+      'create',
+      'quota',
+      'two',
+      '--hard=pods=1,requests.storage=1Gi',
+      '-n',
+      'quota-kubectl',
+    ]);
+    const q = await api.get('/api/v1/namespaces/quota-kubectl/resourcequotas/two');
+    assert.deepEqual(q.body.spec.hard, { pods: '1', 'requests.storage': '1Gi' });
+    await createCached(
+      '/api/v1/namespaces/quota-kubectl/resourcequotas',
+      { metadata: { name: 'two' } },
+      false,
+    );
+    await kubectl(cp, ['run', 'one', '--image=busybox:1.36', '-n', 'quota-kubectl']);
+    const r = await kubectl(cp, ['run', 'two', '--image=busybox:1.36', '-n', 'quota-kubectl'], {
+      allowFail: true,
+    });
+    assert.notEqual(r.code, 0);
+    assert.match(
+      r.stderr,
+      /pods "two" is forbidden: exceeded quota: two, requested: pods=1, used: pods=1, limited: pods=1/,
     );
   });
 });
