@@ -209,6 +209,30 @@ describe('admission webhooks', () => {
     assert.equal(other.body.metadata.labels?.['added-by'], undefined);
   });
 
+  it('mutating webhooks run in order, and IfNeeded ones again after a later one changed the object', async () => {
+    await namespace('wh-reinvoke');
+    await configure(MWC, 'reinvoke', [
+      webhook('watcher.kubit.dev', 'wh-reinvoke', '/watch', { reinvocationPolicy: 'IfNeeded' }),
+      webhook('labeller.kubit.dev', 'wh-reinvoke', '/add-label'),
+    ]);
+    const r = await untilReply(
+      'the label from the second webhook',
+      () => api.post('/api/v1/namespaces/wh-reinvoke/configmaps', configMap()),
+      (r) => r.status === 201 && r.body.metadata.labels?.['added-by'] === 'webhook',
+    );
+    const name = r.body.metadata.name;
+    const calls = reviews.filter((x) => x.request.object?.metadata?.name === name).map((x) => x.path);
+    assert.deepEqual(calls, ['/watch', '/add-label', '/watch']);
+    const last = reviews
+      .filter((x) => x.path === '/watch' && x.request.object?.metadata?.name === name)
+      .at(-1);
+    assert.equal(
+      last?.request.object.metadata.labels['added-by'],
+      'webhook',
+      'the second call sees the change',
+    );
+  });
+
   it('a validating webhook refuses with its message, and only objects its objectSelector picks', async () => {
     await namespace('wh-refuse');
     await configure(VWC, 'refuse', [
