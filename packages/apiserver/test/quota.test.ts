@@ -200,6 +200,51 @@ describe('LimitRange', () => {
     );
   });
 
+  it('checks a pod as a whole (type Pod) and a claim storage request (type PersistentVolumeClaim)', async () => {
+    await namespace('limits-pod');
+    await createCached('/api/v1/namespaces/limits-pod/limitranges', {
+      metadata: { name: 'whole' },
+      spec: {
+        limits: [
+          { type: 'Pod', max: { cpu: '1' } },
+          { type: 'PersistentVolumeClaim', min: { storage: '1Gi' }, max: { storage: '5Gi' } },
+        ],
+      },
+    } as never);
+    const two = pod('two');
+    two.spec.containers = [
+      { name: 'a', image: 'busybox:1.36', resources: { limits: { cpu: '600m' } } },
+      { name: 'b', image: 'busybox:1.36', resources: { limits: { cpu: '600m' } } },
+    ] as never;
+    const r = await api.post('/api/v1/namespaces/limits-pod/pods', two);
+    assert.equal(r.status, 403, r.text);
+    assert.equal(
+      r.body.message,
+      'pods "two" is forbidden: maximum cpu usage per Pod is 1, but limit is 1200m',
+    );
+    const claim = (name: string, storage: string) => ({
+      metadata: { name },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage } } },
+    });
+    const big = await api.post('/api/v1/namespaces/limits-pod/persistentvolumeclaims', claim('big', '10Gi'));
+    assert.equal(big.status, 403, big.text);
+    assert.equal(
+      big.body.message,
+      'persistentvolumeclaims "big" is forbidden: maximum storage usage per PersistentVolumeClaim is 5Gi, but request is 10Gi',
+    );
+    const small = await api.post(
+      '/api/v1/namespaces/limits-pod/persistentvolumeclaims',
+      claim('small', '500Mi'),
+    );
+    assert.equal(small.status, 403, small.text);
+    assert.match(
+      small.body.message,
+      /minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi$/,
+    );
+    const fits = await api.post('/api/v1/namespaces/limits-pod/persistentvolumeclaims', claim('fits', '2Gi'));
+    assert.equal(fits.status, 201, fits.text);
+  });
+
   it('a range whose default is over its max is invalid', async () => {
     const r = await api.post('/api/v1/namespaces/limits/limitranges', {
       metadata: { name: 'bad' },
