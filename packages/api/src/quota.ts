@@ -139,3 +139,55 @@ export function quotaResourceOf(name: string): { group: string; resource: string
   }
   return undefined;
 }
+
+/** A pod with no cpu or memory requests or limits in any container (Kubernetes' BestEffort QoS). */
+function isBestEffort(pod: Obj): boolean {
+  const spec = obj(pod.spec);
+  for (const c of [...arr(spec.containers), ...arr(spec.initContainers)].map(obj)) {
+    const r = obj(c.resources);
+    for (const list of [obj(r.requests), obj(r.limits)]) {
+      if (list.cpu !== undefined || list.memory !== undefined) return false;
+    }
+  }
+  return true;
+}
+
+function scopeMatches(scope: string, operator: string, values: string[], pod: Obj): boolean {
+  const spec = obj(pod.spec);
+  switch (scope) {
+    case 'Terminating':
+      return typeof spec.activeDeadlineSeconds === 'number';
+    case 'NotTerminating':
+      return typeof spec.activeDeadlineSeconds !== 'number';
+    case 'BestEffort':
+      return isBestEffort(pod);
+    case 'NotBestEffort':
+      return !isBestEffort(pod);
+    case 'PriorityClass': {
+      const pc = typeof spec.priorityClassName === 'string' ? spec.priorityClassName : '';
+      if (operator === 'Exists') return pc !== '';
+      if (operator === 'DoesNotExist') return pc === '';
+      if (operator === 'NotIn') return !values.includes(pc);
+      return values.includes(pc);
+    }
+    default:
+      return false;
+  }
+}
+
+/**
+ * Whether a quota's scopes (spec.scopes and spec.scopeSelector) take in this object: a quota
+ * without them takes in everything; one with them only the pods that match every scope.
+ */
+export function quotaScopesMatch(quotaSpec: Obj, group: string, resource: string, o: Obj): boolean {
+  const scopes = arr(quotaSpec.scopes).map(String);
+  const exprs = arr(obj(quotaSpec.scopeSelector).matchExpressions).map(obj);
+  if (scopes.length === 0 && exprs.length === 0) return true;
+  if (group !== '' || resource !== 'pods') return false;
+  for (const s of scopes) if (!scopeMatches(s, 'Exists', [], o)) return false;
+  for (const e of exprs) {
+    const values = arr(e.values).map(String);
+    if (!scopeMatches(String(e.scopeName ?? ''), String(e.operator ?? ''), values, o)) return false;
+  }
+  return true;
+}

@@ -122,6 +122,33 @@ describe('ResourceQuota', () => {
   });
 });
 
+describe('ResourceQuota scopes', () => {
+  it('a BestEffort quota counts only best-effort pods', async () => {
+    await namespace('quota-scopes');
+    await createCached('/api/v1/namespaces/quota-scopes/resourcequotas', {
+      metadata: { name: 'best-effort' },
+      spec: { hard: { pods: '1' }, scopes: ['BestEffort'] },
+    } as never);
+    assert.equal((await api.post('/api/v1/namespaces/quota-scopes/pods', pod('be1'))).status, 201);
+    const be2 = await api.post('/api/v1/namespaces/quota-scopes/pods', pod('be2'));
+    assert.equal(be2.status, 403, be2.text);
+    assert.match(
+      be2.body.message,
+      /exceeded quota: best-effort, requested: pods=1, used: pods=1, limited: pods=1$/,
+    );
+    const burstable = await api.post(
+      '/api/v1/namespaces/quota-scopes/pods',
+      withResources('burstable', { requests: { cpu: '10m' } }),
+    );
+    assert.equal(burstable.status, 201, burstable.text);
+    // Other kinds are outside a scoped quota.
+    assert.equal(
+      (await api.post('/api/v1/namespaces/quota-scopes/configmaps', { metadata: { name: 'c' } })).status,
+      201,
+    );
+  });
+});
+
 describe('kubectl', () => {
   it('kubectl create quota (a protobuf body) and kubectl run past it', async () => {
     await namespace('quota-kubectl');

@@ -46,6 +46,19 @@ test('keeps status.hard and status.used of each quota', async () => {
     hard: { pods: '3', 'requests.cpu': '2', 'count/configmaps': '5', 'requests.storage': '10Gi' },
     used: { pods: '2', 'requests.cpu': '750m', 'count/configmaps': '1', 'requests.storage': '1Gi' },
   });
+  // A quota with a scope counts only the pods it takes in.
+  await cluster.create(res.resourcequotas, 'a', {
+    metadata: { name: 'terminating', namespace: 'a' },
+    spec: { hard: { pods: '5' }, scopes: ['Terminating'] },
+  } as KubeObject);
+  await cluster.create(res.pods, 'a', {
+    ...pod('deadline', 'a', '100m'),
+    spec: { activeDeadlineSeconds: 60, containers: [{ name: 'c', image: 'x' }] },
+  } as KubeObject);
+  await settle([ctl]);
+  assert.deepEqual(((await statusOf(cluster, 'a', 'terminating')) as { used: unknown }).used, { pods: '1' });
+  await cluster.delete(res.pods, 'a', 'deadline');
+  await settle([ctl]);
   // A pod that ended uses nothing any more.
   const p1 = await cluster.get<KubeObject & { status?: unknown }>(res.pods, 'a', 'p1');
   await cluster.update(res.pods, { ...p1, status: { phase: 'Succeeded' } }, 'status');

@@ -10,6 +10,7 @@ import {
   formatResourceList,
   podMissingResources,
   type Quantity,
+  quotaScopesMatch,
   quotaUsage,
   tryParseQuantity,
 } from '@kubit/api';
@@ -27,11 +28,12 @@ export function quotaAdmission(kinds: KindRegistry, quotas: WatchCache, store: S
     const requested = quotaUsage(def.group, def.resource, o);
     const gr = { group: def.group, resource: def.resource };
     const name = str(o.metadata?.name);
-    let used: Map<string, Quantity> | undefined;
     const sorted = inNamespace.sort((a, b) => str(a.metadata?.name).localeCompare(str(b.metadata?.name)));
     for (const quota of sorted) {
       const qname = str(quota.metadata?.name);
-      const hard = obj(obj(quota.spec).hard);
+      const spec = obj(quota.spec);
+      if (!quotaScopesMatch(spec, def.group, def.resource, o)) continue;
+      const hard = obj(spec.hard);
       if (def.group === '' && def.resource === 'pods') {
         const missing = podMissingResources(o, Object.keys(hard));
         if (missing.length > 0) {
@@ -40,7 +42,7 @@ export function quotaAdmission(kinds: KindRegistry, quotas: WatchCache, store: S
       }
       const tracked = [...requested.keys()].filter((k) => hard[k] !== undefined);
       if (tracked.length === 0) continue;
-      used ??= await usageInNamespace(kinds, def, namespace, store);
+      const used = await usageInNamespace(kinds, def, namespace, store, spec);
       const req = new Map<string, Quantity>();
       const now = new Map<string, Quantity | string>();
       const limited = new Map<string, Quantity | string>();
@@ -67,15 +69,20 @@ export function quotaAdmission(kinds: KindRegistry, quotas: WatchCache, store: S
   };
 }
 
-/** What the namespace's stored objects of this kind use, by quota resource name. */
+/** What the namespace's stored objects of this kind that the quota's scopes take in use, by quota resource name. */
 async function usageInNamespace(
   kinds: KindRegistry,
   def: Parameters<CreateAdmission>[0],
   namespace: string,
   store: Store,
+  quotaSpec: Record<string, unknown>,
 ): Promise<Map<string, Quantity>> {
   const used = new Map<string, Quantity>();
   const r = await store.range(`/registry/${kinds.storageResource(def)}/${namespace}/`, {});
-  for (const it of r.items) addUsage(used, quotaUsage(def.group, def.resource, it.obj));
+  for (const it of r.items) {
+    if (quotaScopesMatch(quotaSpec, def.group, def.resource, it.obj)) {
+      addUsage(used, quotaUsage(def.group, def.resource, it.obj));
+    }
+  }
   return used;
 }

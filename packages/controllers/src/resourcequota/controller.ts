@@ -5,7 +5,14 @@
 // again when an object of a kind they count changes in their namespace (the core
 // kinds, through informers) and every resync period (any other count/<resource>,
 // listed from the apiserver).
-import { addUsage, formatResourceList, type Quantity, quotaResourceOf, quotaUsage } from '@kubit/api';
+import {
+  addUsage,
+  formatResourceList,
+  type Quantity,
+  quotaResourceOf,
+  quotaScopesMatch,
+  quotaUsage,
+} from '@kubit/api';
 import {
   type Informer,
   RateLimitingQueue,
@@ -19,7 +26,7 @@ import type { Controller } from '../controller.js';
 import type { KubeObject } from '../types.js';
 
 interface ResourceQuota extends KubeObject {
-  spec?: { hard?: Record<string, string> };
+  spec?: { hard?: Record<string, string>; scopes?: string[]; scopeSelector?: unknown };
   status?: { hard?: Record<string, string>; used?: Record<string, string> };
 }
 
@@ -106,8 +113,13 @@ export class ResourceQuotaController implements Controller {
       const objects = await this.objectsOf(gr.group, gr.resource, ns);
       if (!objects) continue;
       const usage = new Map<string, Quantity>();
-      for (const o of objects)
-        addUsage(usage, quotaUsage(gr.group, gr.resource, o as Record<string, unknown>));
+      const spec = (quota.spec ?? {}) as Record<string, unknown>;
+      for (const o of objects) {
+        const x = o as Record<string, unknown>;
+        // A quota with scopes counts only the pods they take in.
+        if (quotaScopesMatch(spec, gr.group, gr.resource, x))
+          addUsage(usage, quotaUsage(gr.group, gr.resource, x));
+      }
       byKind.set(k, usage);
     }
     const used: Record<string, string> = {};
