@@ -8,7 +8,7 @@ import type { Logger } from '@kubit/daemon';
 import { Counter, Histogram, type Registry, StartupError } from '@kubit/daemon';
 import type { FastifyInstance } from 'fastify';
 import { limitRangerAdmission } from './admission/limitranger.js';
-import { quotaAdmission } from './admission/quota.js';
+import { quotaAdmission, quotaUpdateAdmission } from './admission/quota.js';
 import { WebhookAdmission } from './admission/webhooks.js';
 import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
 import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from './authz.js';
@@ -293,7 +293,7 @@ export async function startApiServer(
       limitRangerAdmission(caches.get('limitranges')!),
       quotaAdmission(kinds, caches.get('resourcequotas')!, store),
     ],
-    updateAdmission: [storage.update],
+    updateAdmission: [storage.update, quotaUpdateAdmission(kinds, caches.get('resourcequotas')!, store)],
     webhooks,
     authz: new UnionAuthorizer(authzChain),
     rbac,

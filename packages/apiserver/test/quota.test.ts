@@ -122,6 +122,33 @@ describe('ResourceQuota', () => {
   });
 });
 
+describe('ResourceQuota on updates', () => {
+  it('an update is refused by what it adds', async () => {
+    await namespace('quota-update');
+    await createCached('/api/v1/namespaces/quota-update/resourcequotas', {
+      metadata: { name: 'lb' },
+      spec: { hard: { 'services.loadbalancers': '0' } },
+    } as never);
+    const svc = await api.post('/api/v1/namespaces/quota-update/services', {
+      metadata: { name: 's' },
+      spec: { ports: [{ port: 80 }] },
+    });
+    assert.equal(svc.status, 201, svc.text);
+    const lb = await api.patch('/api/v1/namespaces/quota-update/services/s', {
+      spec: { type: 'LoadBalancer' },
+    });
+    assert.equal(lb.status, 403, lb.text);
+    assert.equal(
+      lb.body.message,
+      'services "s" is forbidden: exceeded quota: lb, requested: services.loadbalancers=1, used: services.loadbalancers=0, limited: services.loadbalancers=0',
+    );
+    const relabel = await api.patch('/api/v1/namespaces/quota-update/services/s', {
+      metadata: { labels: { a: 'b' } },
+    });
+    assert.equal(relabel.status, 200, relabel.text);
+  });
+});
+
 describe('ResourceQuota scopes', () => {
   it('a BestEffort quota counts only best-effort pods', async () => {
     await namespace('quota-scopes');
