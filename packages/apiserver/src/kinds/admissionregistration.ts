@@ -263,6 +263,16 @@ function validateWebhook(
     errs.push(fieldErrors.notSupported(`${path}.reinvocationPolicy`, w.reinvocationPolicy, REINVOCATION));
   }
   validateClientConfig(obj(w.clientConfig), `${path}.clientConfig`, errs);
+  // Without a CEL evaluator the conditions could not be honoured: a webhook called for requests
+  // its conditions leave out could refuse them, so such a configuration is refused instead.
+  if (arr(w.matchConditions).length > 0) {
+    errs.push(
+      fieldErrors.forbidden(
+        `${path}.matchConditions`,
+        'matchConditions (CEL) are not supported by kubit-apiserver; select requests with rules, namespaceSelector and objectSelector',
+      ),
+    );
+  }
 }
 
 function validateConfiguration(o: KObject, mutating: boolean): FieldError[] {
