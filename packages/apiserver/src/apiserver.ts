@@ -8,7 +8,7 @@ import type { Logger } from '@kubit/daemon';
 import { Counter, Histogram, type Registry, StartupError } from '@kubit/daemon';
 import type { FastifyInstance } from 'fastify';
 import { limitRangerAdmission } from './admission/limitranger.js';
-import { quotaAdmission, quotaUpdateAdmission } from './admission/quota.js';
+import { QuotaAdmission } from './admission/quota.js';
 import { WebhookAdmission } from './admission/webhooks.js';
 import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
 import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from './authz.js';
@@ -280,6 +280,7 @@ export async function startApiServer(
   // DefaultStorageClass, StorageObjectInUseProtection and PersistentVolumeClaimResize.
   const storage = storageAdmission(caches.get('storageclasses')!, store);
   const webhooks = new WebhookAdmission(kinds, caches, log);
+  const quota = new QuotaAdmission(kinds, caches.get('resourcequotas')!, store);
   const app = createServer({
     store,
     kinds,
@@ -289,12 +290,18 @@ export async function startApiServer(
     createAdmission: [
       ...(saTokens ? [serviceAccountAdmission(caches.get('serviceaccounts')!, store)] : []),
       storage.create,
-      // LimitRanger before ResourceQuota: the defaults it sets are what the quota counts.
+      // LimitRanger sets defaults: ResourceQuota (validating, last) counts them.
       limitRangerAdmission(caches.get('limitranges')!),
-      quotaAdmission(kinds, caches.get('resourcequotas')!, store),
     ],
-    updateAdmission: [storage.update, quotaUpdateAdmission(kinds, caches.get('resourcequotas')!, store)],
-    webhooks,
+    updateAdmission: [storage.update],
+    // Validating webhooks, then ResourceQuota, as Kubernetes orders its validating plugins.
+    webhooks: {
+      mutate: (a) => webhooks.mutate(a),
+      validate: async (a) => {
+        await webhooks.validate(a);
+        await quota.validate(a);
+      },
+    },
     authz: new UnionAuthorizer(authzChain),
     rbac,
     log,

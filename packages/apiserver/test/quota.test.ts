@@ -83,6 +83,40 @@ describe('ResourceQuota', () => {
     assert.equal(again.status, 201, again.text);
   });
 
+  it('creates at the same time never take a quota past its limit', async () => {
+    await namespace('quota-race');
+    await createCached('/api/v1/namespaces/quota-race/resourcequotas', {
+      metadata: { name: 'three' },
+      spec: { hard: { 'count/configmaps': '3' } },
+    } as never);
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        api.post('/api/v1/namespaces/quota-race/configmaps', { metadata: { name: `c${i}` } }),
+      ),
+    );
+    const codes = answers.map((r) => r.status).sort();
+    assert.deepEqual(codes, [201, 201, 201, 403, 403, 403, 403, 403]);
+    const list = await api.get('/api/v1/namespaces/quota-race/configmaps');
+    assert.equal(list.body.items.length, 3);
+    // Free one place: dry runs are checked against it but take none of it.
+    const first = list.body.items[0].metadata.name;
+    assert.equal((await api.del(`/api/v1/namespaces/quota-race/configmaps/${first}`)).status, 200);
+    for (const n of ['dry1', 'dry2']) {
+      const dry = await api.post('/api/v1/namespaces/quota-race/configmaps?dryRun=All', {
+        metadata: { name: n },
+      });
+      assert.equal(dry.status, 201, dry.text);
+    }
+    assert.equal(
+      (await api.post('/api/v1/namespaces/quota-race/configmaps', { metadata: { name: 'real' } })).status,
+      201,
+    );
+    const over = await api.post('/api/v1/namespaces/quota-race/configmaps?dryRun=All', {
+      metadata: { name: 'dry3' },
+    });
+    assert.equal(over.status, 403, over.text);
+  });
+
   it('a compute quota needs requests and counts them; count/<resource> counts any kind', async () => {
     await namespace('quota-cpu');
     await createCached('/api/v1/namespaces/quota-cpu/resourcequotas', {
