@@ -211,7 +211,13 @@ export class WebhookAdmission {
 
   /** The object converted from kind `from` to `to` (kinds sharing storage), or itself. */
   private asMatched(to: KindDef, from: KindDef, o: KObject): KObject {
-    if (to === from) return structuredClone(o);
+    if (to === from) {
+      const x = structuredClone(o);
+      // The webhook decodes what it gets by its type meta, which a client may have left out.
+      x.apiVersion ??= groupVersion(to);
+      x.kind ??= to.kind;
+      return x;
+    }
     const stored = from.toStorage ? from.toStorage(structuredClone(o)) : structuredClone(o);
     const x = to.fromStorage ? to.fromStorage(stored) : stored;
     x.apiVersion = groupVersion(to);
