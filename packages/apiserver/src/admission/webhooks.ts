@@ -15,7 +15,7 @@ import type { KindRegistry } from '../kinds/index.js';
 import { arr, groupVersion, type KindDef, obj, str } from '../kinds/types.js';
 import { jsonPatch } from '../model/patch.js';
 import { decodeObject } from '../objects.js';
-import type { KObject } from '../storage.js';
+import type { KObject, Store } from '../storage.js';
 import type { WatchCache } from '../watchcache.js';
 import { namespaceMatches, type Operation, objectMatches, type Rule, rulesMatch } from './rules.js';
 
@@ -86,6 +86,8 @@ export class WebhookAdmission {
     private readonly kinds: KindRegistry,
     private readonly caches: Map<string, WatchCache>,
     private readonly log: Logger,
+    /** Read only for a namespace the watch cache has not seen yet. */
+    private readonly store?: Store,
   ) {}
 
   /** Closes the kept connections (the apiserver is stopping). */
@@ -96,7 +98,7 @@ export class WebhookAdmission {
   /** Runs the matching mutating webhooks; `a.object` ends up as they left it. */
   async mutate(a: AdmissionAttributes): Promise<void> {
     if (isExempt(a.def)) return;
-    const matched = this.matching('mutatingwebhookconfigurations', a);
+    const matched = await this.matching('mutatingwebhookconfigurations', a);
     if (matched.length === 0) return;
     let lastChange = -1;
     for (let i = 0; i < matched.length; i++) {
@@ -111,7 +113,7 @@ export class WebhookAdmission {
   /** Runs the matching validating webhooks in parallel; the first refusal (in order) is the answer. */
   async validate(a: AdmissionAttributes): Promise<void> {
     if (isExempt(a.def)) return;
-    const matched = this.matching('validatingwebhookconfigurations', a);
+    const matched = await this.matching('validatingwebhookconfigurations', a);
     if (matched.length === 0) return;
     const results = await Promise.allSettled(matched.map((m) => this.call(m, a)));
     for (let i = 0; i < results.length; i++) {
@@ -123,13 +125,13 @@ export class WebhookAdmission {
   }
 
   /** The webhooks of the cached configurations of `resource` that this request goes to. */
-  private matching(resource: string, a: AdmissionAttributes): Match[] {
+  private async matching(resource: string, a: AdmissionAttributes): Promise<Match[]> {
     const cache = this.caches.get(resource);
     if (!cache) return [];
     const configs = cache.list(() => true);
     if (configs.length === 0) return [];
     configs.sort((x, y) => str(x.metadata?.name).localeCompare(str(y.metadata?.name)));
-    const nsLabels = a.def.namespaced ? this.namespaceLabels(a.namespace) : undefined;
+    const nsLabels = a.def.namespaced ? await this.namespaceLabels(a.namespace) : undefined;
     const labelsOf = (o: KObject | undefined) =>
       o ? ((o.metadata?.labels as Record<string, string> | undefined) ?? {}) : undefined;
     const objectLabels = labelsOf(a.object);
@@ -168,8 +170,10 @@ export class WebhookAdmission {
     return undefined;
   }
 
-  private namespaceLabels(ns: string): Record<string, string> | undefined {
-    const n = this.caches.get('namespaces')?.objects.get(`/registry/namespaces/${ns}`);
+  /** The namespace's labels: from the watch cache, or the store when the cache has not seen it yet. */
+  private async namespaceLabels(ns: string): Promise<Record<string, string>> {
+    const key = `/registry/namespaces/${ns}`;
+    const n = this.caches.get('namespaces')?.objects.get(key) ?? (await this.store?.get(key))?.obj;
     return (n?.metadata?.labels as Record<string, string> | undefined) ?? {};
   }
 
