@@ -429,6 +429,38 @@ describe('admission webhooks', () => {
     assert.equal(seen.object.stdout, true);
   });
 
+  it('matchPolicy Equivalent sends a core Event to a webhook for events.k8s.io Events; Exact does not', async () => {
+    await namespace('wh-equivalent');
+    const rules = [
+      { operations: ['CREATE'], apiGroups: ['events.k8s.io'], apiVersions: ['v1'], resources: ['events'] },
+    ];
+    await configure(VWC, 'equivalent', [
+      webhook('equivalent.kubit.dev', 'wh-equivalent', '/equivalent', { rules, matchPolicy: 'Equivalent' }),
+      webhook('exact.kubit.dev', 'wh-equivalent', '/exact', { rules, matchPolicy: 'Exact' }),
+    ]);
+    let n = 0;
+    const event = () => ({
+      metadata: { name: `ev-${++n}` },
+      involvedObject: { kind: 'Pod', name: 'p', namespace: 'wh-equivalent', apiVersion: 'v1' },
+      reason: 'Test',
+      message: 'a core event',
+      type: 'Normal',
+      source: { component: 'test' },
+    });
+    await untilReply(
+      'the review of the equivalent webhook',
+      () => api.post('/api/v1/namespaces/wh-equivalent/events', event()),
+      (r) => r.status === 201 && reviews.some((x) => x.path === '/equivalent'),
+    );
+    const seen = reviews.filter((x) => x.path === '/equivalent').at(-1)?.request;
+    assert.deepEqual(seen.kind, { group: 'events.k8s.io', version: 'v1', kind: 'Event' });
+    assert.deepEqual(seen.resource, { group: 'events.k8s.io', version: 'v1', resource: 'events' });
+    assert.deepEqual(seen.requestKind, { group: '', version: 'v1', kind: 'Event' });
+    assert.equal(seen.object.apiVersion, 'events.k8s.io/v1');
+    assert.equal(seen.object.note, 'a core event', 'the object in the version the webhook asked for');
+    assert.equal(reviews.filter((x) => x.path === '/exact').length, 0);
+  });
+
   it('configurations are validated as Kubernetes validates them', async () => {
     const r = await api.post(VWC, {
       metadata: { name: 'bad' },
