@@ -27,7 +27,7 @@ let dir = '';
 
 /** Every review the webhook server got, by path. */
 // biome-ignore lint/suspicious/noExplicitAny: the reviews are arbitrary JSON the test reads
-const reviews: { path: string; request: any }[] = [];
+const reviews: { path: string; request: any; apiVersion?: string }[] = [];
 
 /** A non-loopback address of this host: EndpointSlices may not hold loopback addresses. */
 function hostAddress(): string | undefined {
@@ -111,7 +111,7 @@ before(async () => {
     req.on('end', () => {
       const path = new URL(req.url ?? '/', 'https://x').pathname;
       const review = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      reviews.push({ path, request: review.request });
+      reviews.push({ path, request: review.request, apiVersion: review.apiVersion });
       const response = answer(path, review.request);
       if (response === 'hang') {
         // Answers long after any timeout the test gives.
@@ -119,7 +119,8 @@ before(async () => {
         return;
       }
       res.setHeader('Content-Type', 'application/json');
-      res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response }));
+      // Answered in the version asked, as webhook libraries do.
+      res.end(JSON.stringify({ apiVersion: review.apiVersion, kind: 'AdmissionReview', response }));
     });
   });
   await new Promise<void>((r) => hooks.listen(0, '0.0.0.0', r));
@@ -459,6 +460,25 @@ describe('admission webhooks', () => {
     assert.equal(seen.object.apiVersion, 'events.k8s.io/v1');
     assert.equal(seen.object.note, 'a core event', 'the object in the version the webhook asked for');
     assert.equal(reviews.filter((x) => x.path === '/exact').length, 0);
+  });
+
+  it('a webhook that takes only v1beta1 reviews gets them in v1beta1', async () => {
+    await namespace('wh-beta');
+    await configure(MWC, 'beta', [
+      webhook('beta.kubit.dev', 'wh-beta', '/add-label', { admissionReviewVersions: ['v1beta1'] }),
+    ]);
+    const r = await untilReply(
+      'the label from the v1beta1 webhook',
+      () => api.post('/api/v1/namespaces/wh-beta/configmaps', configMap()),
+      (r) => r.status === 201 && r.body.metadata.labels?.['added-by'] === 'webhook',
+    );
+    const seen = reviews.filter((x) => x.request.object?.metadata?.name === r.body.metadata.name).at(-1);
+    assert.equal(seen?.apiVersion, 'admission.k8s.io/v1beta1');
+    assert.equal(
+      reviews.filter((x) => x.path === '/add-label' && x.request.namespace === 'wh-mutate').at(-1)
+        ?.apiVersion,
+      'admission.k8s.io/v1',
+    );
   });
 
   it('configurations are validated as Kubernetes validates them', async () => {

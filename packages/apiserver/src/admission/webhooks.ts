@@ -1,6 +1,6 @@
 // Dynamic admission: the apiserver calls the webhooks of the
 // Mutating/ValidatingWebhookConfigurations in its watch cache with AdmissionReview
-// v1 over HTTPS, as Kubernetes' admission/plugin/webhook does. Mutating webhooks
+// v1 (v1beta1 for a webhook that takes only that) over HTTPS, as Kubernetes' admission/plugin/webhook does. Mutating webhooks
 // run one at a time in order (configurations by name, webhooks as listed), their
 // JSONPatch applied before the next, and those with reinvocationPolicy IfNeeded
 // once more when a later one changed the object; validating webhooks run in
@@ -53,6 +53,7 @@ interface Webhook {
   sideEffects?: string;
   timeoutSeconds?: number;
   reinvocationPolicy?: string;
+  admissionReviewVersions?: string[];
 }
 
 /** What a request looks like to one matched webhook: the kind it was matched as (matchPolicy). */
@@ -238,9 +239,13 @@ export class WebhookAdmission {
     if (a.dryRun && hook.sideEffects !== 'None' && hook.sideEffects !== 'NoneOnDryRun') {
       throw badRequest(`admission webhook "${hook.name}" does not support dry run`);
     }
+    // v1 when the webhook takes it, else v1beta1 (the same shape under its own apiVersion).
+    const reviewVersion = (hook.admissionReviewVersions ?? []).includes('v1')
+      ? 'admission.k8s.io/v1'
+      : 'admission.k8s.io/v1beta1';
     const uid = randomUUID();
     const review = {
-      apiVersion: 'admission.k8s.io/v1',
+      apiVersion: reviewVersion,
       kind: 'AdmissionReview',
       request: this.reviewRequest(uid, m, a),
     };
@@ -252,10 +257,10 @@ export class WebhookAdmission {
       return this.failed(hook, (err as Error).message);
     }
     const r = obj(reply);
-    if (r.apiVersion !== 'admission.k8s.io/v1' || r.kind !== 'AdmissionReview') {
+    if (r.apiVersion !== reviewVersion || r.kind !== 'AdmissionReview') {
       return this.failed(
         hook,
-        `received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got ${str(r.apiVersion)}, Kind=${str(r.kind)}`,
+        `received invalid webhook response: expected webhook response of ${reviewVersion}, Kind=AdmissionReview, got ${str(r.apiVersion)}, Kind=${str(r.kind)}`,
       );
     }
     const resp = obj(r.response);
