@@ -279,7 +279,7 @@ export async function startApiServer(
   const lookup = boundObjectLookup(store, caches);
   // DefaultStorageClass, StorageObjectInUseProtection and PersistentVolumeClaimResize.
   const storage = storageAdmission(caches.get('storageclasses')!, store);
-  const webhooks = new WebhookAdmission(kinds, caches, log, store);
+  const webhooks = new WebhookAdmission(kinds, caches, log, store, registry);
   const quota = new QuotaAdmission(kinds, caches.get('resourcequotas')!, store);
   const app = createServer({
     store,

@@ -203,6 +203,11 @@ describe('admission webhooks', () => {
     assert.equal(seen.object.metadata.name, r.body.metadata.name);
     assert.equal(typeof seen.userInfo.username, 'string');
     assert.equal(seen.dryRun, false);
+    const metrics = await api.get('/metrics');
+    assert.match(
+      metrics.text,
+      /apiserver_admission_webhook_admission_duration_seconds_count\{name="add-label\.kubit\.dev",type="admit",operation="CREATE",rejected="false"\} [1-9]/,
+    );
     // Other namespaces are not the webhook's (namespaceSelector).
     await namespace('wh-other');
     const other = await api.post('/api/v1/namespaces/wh-other/configmaps', configMap());
