@@ -325,7 +325,9 @@ export class WebhookAdmission {
       if (a.operation === 'CONNECT' && a.object?.kind)
         return { group: '', version: 'v1', kind: str(a.object.kind) };
       const sub = d.subresources.find((s) => s.name === a.subresource);
-      return sub?.kind ?? { group: d.group, version: d.version, kind: d.kind };
+      // The kind of the object sent: a scale update here carries its parent (Kubernetes sends a Scale).
+      if (sub?.kind && a.object?.kind === sub.kind.kind) return sub.kind;
+      return { group: d.group, version: d.version, kind: d.kind };
     };
     const resourceOf = (d: KindDef) => ({ group: d.group, version: d.version, resource: d.resource });
     const user: Record<string, unknown> = { username: a.user.name, groups: a.user.groups };
