@@ -10,6 +10,7 @@ export * from './labels.js';
 export * from './meta.js';
 export * from './patch/index.js';
 export * from './quantity.js';
+export * from './quota.js';
 export * from './services.js';
 export * from './status.js';
 export * from './storage.js';

@@ -7,6 +7,9 @@ import { apiServerServiceIP, formatIPv4 } from '@kubit/api';
 import type { Logger } from '@kubit/daemon';
 import { Counter, Histogram, type Registry, StartupError } from '@kubit/daemon';
 import type { FastifyInstance } from 'fastify';
+import { limitRangerAdmission } from './admission/limitranger.js';
+import { QuotaAdmission } from './admission/quota.js';
+import { WebhookAdmission } from './admission/webhooks.js';
 import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
 import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from './authz.js';
 import { bootstrap } from './bootstrap.js';
@@ -276,6 +279,8 @@ export async function startApiServer(
   const lookup = boundObjectLookup(store, caches);
   // DefaultStorageClass, StorageObjectInUseProtection and PersistentVolumeClaimResize.
   const storage = storageAdmission(caches.get('storageclasses')!, store);
+  const webhooks = new WebhookAdmission(kinds, caches, log, store, registry);
+  const quota = new QuotaAdmission(kinds, caches.get('resourcequotas')!, store);
   const app = createServer({
     store,
     kinds,
@@ -285,8 +290,18 @@ export async function startApiServer(
     createAdmission: [
       ...(saTokens ? [serviceAccountAdmission(caches.get('serviceaccounts')!, store)] : []),
       storage.create,
+      // LimitRanger sets defaults: ResourceQuota (validating, last) counts them.
+      limitRangerAdmission(caches.get('limitranges')!),
     ],
     updateAdmission: [storage.update],
+    // Validating webhooks, then ResourceQuota, as Kubernetes orders its validating plugins.
+    webhooks: {
+      mutate: (a) => webhooks.mutate(a),
+      validate: async (a) => {
+        await webhooks.validate(a);
+        await quota.validate(a);
+      },
+    },
     authz: new UnionAuthorizer(authzChain),
     rbac,
     log,
@@ -322,6 +337,7 @@ export async function startApiServer(
       await kubernetesService.stop();
       await Promise.all([...caches.values()].map((c) => c.stop()));
       await app.close();
+      webhooks.close();
       store.close();
     },
   };

@@ -139,6 +139,14 @@ export const bootstrapClusterRoles: KObject[] = [
     // Replica set and deployment controllers, node lifecycle (eviction), pod GC.
     { apiGroups: [''], resources: ['pods'], verbs: [...READ, 'create', 'delete', 'patch', 'update'] },
     { apiGroups: [''], resources: ['pods/status'], verbs: ['update', 'patch'] },
+    // Resource quota controller; the namespace controller deletes quotas and limit ranges
+    // with their namespace.
+    { apiGroups: [''], resources: ['resourcequotas/status'], verbs: ['update', 'patch'] },
+    {
+      apiGroups: [''],
+      resources: ['resourcequotas', 'limitranges'],
+      verbs: [...READ, 'delete', 'deletecollection'],
+    },
     // Node lifecycle (taints, conditions) and node IPAM (podCIDR).
     { apiGroups: [''], resources: ['nodes'], verbs: [...READ, 'update', 'patch'] },
     { apiGroups: [''], resources: ['nodes/status'], verbs: ['update', 'patch'] },

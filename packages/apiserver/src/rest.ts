@@ -15,6 +15,7 @@ import {
   StatusError,
 } from '@kubit/api';
 import type { Logger } from '@kubit/daemon';
+import type { AdmissionAttributes } from './admission/webhooks.js';
 import { checkNamespaceForCreate, nodeRestriction } from './admission.js';
 import type { UserInfo } from './authn.js';
 import type { KindRegistry } from './kinds/index.js';
@@ -75,6 +76,17 @@ export type UpdateAdmission = (
   current: KObject,
 ) => Promise<void>;
 
+/** Admission by webhooks: mutating (changes `object` in place) and validating. */
+export interface DynamicAdmission {
+  mutate(a: AdmissionAttributes): Promise<void>;
+  validate(a: AdmissionAttributes): Promise<void>;
+}
+
+/** The options object an AdmissionReview carries for a write. */
+function writeOptions(kind: string, dryRun: boolean): Record<string, unknown> {
+  return { kind, apiVersion: 'meta.k8s.io/v1', ...(dryRun ? { dryRun: ['All'] } : {}) };
+}
+
 export interface Result {
   code: number;
   body: unknown;
@@ -97,6 +109,8 @@ export class Rest {
     private readonly createAdmission: CreateAdmission[] = [],
     /** Admission for updates (claim resize), run after validation. */
     private readonly updateAdmission: UpdateAdmission[] = [],
+    /** Admission webhooks: mutating after the built-in plugins, validating once the object is valid. */
+    private readonly webhooks?: DynamicAdmission,
   ) {}
 
   /** How claims hooks read the store: straight from it, since a claim is decided there. */
@@ -320,6 +334,19 @@ export class Rest {
     def.prepareForCreate?.(o);
     def.defaults?.(o);
     for (const admit of this.createAdmission) await admit(def, o, ri.namespace);
+    const review: AdmissionAttributes = {
+      def,
+      subresource: '',
+      operation: 'CREATE',
+      namespace: ri.namespace,
+      name: str(m.name),
+      object: o,
+      user: ctx.user,
+      dryRun,
+      options: writeOptions('CreateOptions', dryRun),
+      warnings: ctx.warnings,
+    };
+    await this.webhooks?.mutate(review);
     m.creationTimestamp = nowRfc3339();
     delete m.deletionTimestamp;
     delete m.deletionGracePeriodSeconds;
@@ -332,6 +359,7 @@ export class Rest {
     if (def.namespaced)
       await checkNamespaceForCreate(def, ri.namespace, this.cacheOf('namespaces'), this.store);
     nodeRestriction(ctx.user, def, '', 'create', str(m.name), undefined, o);
+    await this.webhooks?.validate(review);
     const key = this.key(def, ri.namespace, str(m.name));
     if (def.claims) return this.createClaiming(def, def.claims, o, key, dryRun);
     if (dryRun) {
@@ -458,6 +486,24 @@ export class Rest {
           next.spec = { ...obj(currentOut.spec), finalizers: fins };
         } else def.prepareForUpdate?.(next, currentOut);
         def.defaults?.(next);
+        const review: AdmissionAttributes | undefined = this.webhooks && {
+          def,
+          subresource: sub,
+          operation: 'UPDATE',
+          namespace: ri.namespace,
+          name: ri.name,
+          object: next,
+          oldObject: currentOut,
+          user: ctx.user,
+          dryRun,
+          options: writeOptions(ri.verb === 'patch' ? 'PatchOptions' : 'UpdateOptions', dryRun),
+          warnings: ctx.warnings,
+        };
+        if (review) {
+          await this.webhooks?.mutate(review);
+          // What only the server sets stays the server's, whatever a patch did to it.
+          keepSystemMetadata(next, currentOut);
+        }
         if (def.generation && sub !== 'status' && !sameJson(next.spec, currentOut.spec)) {
           m.generation = Number(currentOut.metadata?.generation ?? 0) + 1;
         }
@@ -469,6 +515,7 @@ export class Rest {
         validateChange(def, next, currentOut);
         for (const admit of this.updateAdmission) await admit(def, sub, next, currentOut);
         nodeRestriction(ctx.user, def, sub, ri.verb, ri.name, currentOut, next);
+        if (review) await this.webhooks?.validate({ ...review, object: next });
         m.resourceVersion = String(cur.rev);
         if (sameIgnoringVersion(next, currentOut)) {
           if (fromCache) continue;
@@ -578,6 +625,20 @@ export class Rest {
         );
       }
       nodeRestriction(ctx.user, def, '', 'delete', name, o, undefined);
+      const review: AdmissionAttributes = {
+        def,
+        subresource: '',
+        operation: 'DELETE',
+        namespace: ns,
+        name,
+        oldObject: o,
+        user: ctx.user,
+        dryRun: opts.dryRun,
+        options: writeOptions('DeleteOptions', opts.dryRun),
+        warnings: ctx.warnings,
+      };
+      await this.webhooks?.mutate(review);
+      await this.webhooks?.validate(review);
       const plan = deletionPlan(def, o, opts);
       // Kubernetes answers 202 only for a delete that is not immediate and that asked,
       // with orphanDependents=false, for its dependents to go too.

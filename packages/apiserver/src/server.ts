@@ -27,7 +27,7 @@ import { serveNonResource } from './nonresource.js';
 import { parseRequestInfo } from './request.js';
 import { RequestMetrics } from './request-metrics.js';
 import { type ResourceServices, type Responder, serveResource } from './resource-handler.js';
-import { type CreateAdmission, type Ctx, Rest, type UpdateAdmission } from './rest.js';
+import { type CreateAdmission, type Ctx, type DynamicAdmission, Rest, type UpdateAdmission } from './rest.js';
 import type { Store } from './storage.js';
 import { registerStreaming } from './streaming.js';
 import type { TokenReviewer } from './token-review.js';
@@ -47,6 +47,8 @@ export interface ServerDeps {
   /** Mutating admission for creates (see Rest). */
   createAdmission?: CreateAdmission[];
   updateAdmission?: UpdateAdmission[];
+  /** Admission webhooks (Mutating/ValidatingWebhookConfigurations). */
+  webhooks?: DynamicAdmission;
   /** Answers TokenReviews. */
   tokenReviewer: TokenReviewer;
   log: Logger;
@@ -83,7 +85,15 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   }) as unknown as FastifyInstance;
   const metrics = new RequestMetrics(deps.registry, deps.log);
   const services: ResourceServices = {
-    rest: new Rest(deps.store, deps.kinds, deps.caches, deps.log, deps.createAdmission, deps.updateAdmission),
+    rest: new Rest(
+      deps.store,
+      deps.kinds,
+      deps.caches,
+      deps.log,
+      deps.createAdmission,
+      deps.updateAdmission,
+      deps.webhooks,
+    ),
     discovery: new Discovery(deps.kinds, deps.serverAddress),
     authz: deps.authz,
     rbac: deps.rbac,
@@ -125,6 +135,23 @@ export function createServer(deps: ServerDeps): FastifyInstance {
     authorize: (user, info) => authorizeRequest(deps.authz, user, info),
     parse: (method, path, query) => parseRequestInfo(method, path, query, deps.kinds),
     serving: deps.serving,
+    admitConnect: async (user, info, options) => {
+      const pods = deps.kinds.lookup('', 'v1', 'pods');
+      if (!deps.webhooks || !pods || info.kind !== 'resource') return;
+      const review = {
+        def: pods,
+        subresource: info.subresource,
+        operation: 'CONNECT' as const,
+        namespace: info.namespace,
+        name: info.name,
+        object: options,
+        user,
+        dryRun: false,
+        warnings: [],
+      };
+      await deps.webhooks.mutate(review);
+      await deps.webhooks.validate(review);
+    },
   });
 
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {

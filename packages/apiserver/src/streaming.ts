@@ -27,6 +27,33 @@ export interface StreamingDeps {
   authorize(user: UserInfo, info: RequestInfo): void;
   parse(method: string, path: string, query: Record<string, unknown>): RequestInfo;
   serving(): boolean;
+  /** CONNECT admission (webhooks) of the upgrade: throws a StatusError when refused. */
+  admitConnect?(user: UserInfo, info: RequestInfo, options: Record<string, unknown>): Promise<void>;
+}
+
+/** The options object a CONNECT's admission sees (PodExecOptions, PodAttachOptions, PodPortForwardOptions). */
+function connectOptions(sub: string, query: URLSearchParams): Record<string, unknown> {
+  const kind =
+    sub === 'exec' ? 'PodExecOptions' : sub === 'attach' ? 'PodAttachOptions' : 'PodPortForwardOptions';
+  const o: Record<string, unknown> = { kind, apiVersion: 'v1' };
+  const flag = (name: string) => {
+    const v = query.get(name);
+    if (v !== null) o[name] = v === 'true' || v === '1';
+  };
+  if (sub === 'portforward') {
+    const ports = query
+      .getAll('ports')
+      .flatMap((p) => p.split(','))
+      .map(Number)
+      .filter(Number.isInteger);
+    if (ports.length > 0) o.ports = ports;
+    return o;
+  }
+  for (const f of ['stdin', 'stdout', 'stderr', 'tty']) flag(f);
+  const container = query.get('container');
+  if (container) o.container = container;
+  if (sub === 'exec') o.command = query.getAll('command');
+  return o;
 }
 
 /** Serves the streaming subresources on the server's upgrade requests. */
@@ -70,6 +97,7 @@ async function streamToKubelet(
   if (info.kind !== 'resource' || !sub || !(sub in KUBELET_PATH) || !info.name)
     throw badRequest(`${path} cannot be upgraded: only pods/exec, pods/attach and pods/portforward stream`);
   deps.authorize(user, info);
+  await deps.admitConnect?.(user, info, connectOptions(sub, url.searchParams));
   if (upgradeProtocol(req) !== 'spdy/3.1') {
     // Not 101: kubectl's WebSocket attempt fails its handshake and it retries over SPDY.
     throw badRequest(

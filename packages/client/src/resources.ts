@@ -38,6 +38,8 @@ export const resources = {
   replicationcontrollers: ref('', 'v1', 'replicationcontrollers', 'ReplicationController', true),
   persistentvolumes: ref('', 'v1', 'persistentvolumes', 'PersistentVolume', false),
   persistentvolumeclaims: ref('', 'v1', 'persistentvolumeclaims', 'PersistentVolumeClaim', true),
+  resourcequotas: ref('', 'v1', 'resourcequotas', 'ResourceQuota', true),
+  limitranges: ref('', 'v1', 'limitranges', 'LimitRange', true),
   replicasets: ref('apps', 'v1', 'replicasets', 'ReplicaSet', true),
   deployments: ref('apps', 'v1', 'deployments', 'Deployment', true),
   daemonsets: ref('apps', 'v1', 'daemonsets', 'DaemonSet', true),

@@ -27,6 +27,7 @@ export const KNOWN_CONTROLLERS = [
   'pvc-protection',
   'pv-protection',
   'ephemeral-volume',
+  'resourcequota',
 ] as const;
 export type ControllerName = (typeof KNOWN_CONTROLLERS)[number];
 

@@ -25,6 +25,7 @@ import { NodeIpamController } from './nodeipam.js';
 import { NodeLifecycleController } from './nodelifecycle.js';
 import { PodGarbageCollector } from './podgc.js';
 import { ReplicaSetController, ReplicationManager } from './replicaset.js';
+import { ResourceQuotaController } from './resourcequota/controller.js';
 import type { ServedFilter } from './served.js';
 import { RootCAPublisher, ServiceAccountsController } from './serviceaccounts.js';
 import { StatefulSetController } from './statefulset/controller.js';
@@ -260,6 +261,12 @@ export class ControllerManager {
           new JobController(cluster, this.informers, { events: events('job-controller'), log }),
         );
       } else log.warn('the apiserver serves no batch/v1 Jobs; job controller not started');
+    }
+    if (on.has('resourcequota')) {
+      // Its informer would wait for ever on an apiserver without ResourceQuotas.
+      if (served(resources.resourcequotas)) {
+        this.controllers.push(new ResourceQuotaController(cluster, this.informers, { log, served }));
+      } else log.warn('the apiserver serves no ResourceQuotas; resourcequota controller not started');
     }
     if (on.has('ttl-after-finished') && served(resources.jobs)) {
       this.controllers.push(new TTLAfterFinishedController(cluster, this.informers, { log }));

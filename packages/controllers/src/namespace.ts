@@ -46,6 +46,8 @@ export const namespacedForCleanup: readonly ResourceRef[] = [
   pdbResource,
   resources.persistentvolumeclaims,
   resources.csistoragecapacities,
+  resources.resourcequotas,
+  resources.limitranges,
   resources.jobs,
   resources.cronjobs,
 ];

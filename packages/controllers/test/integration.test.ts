@@ -220,6 +220,18 @@ describe('kubit-controller-manager against a real apiserver', { timeout: 150_000
       resources.configmaps,
       w<ConfigMap>({ metadata: { name: 'cfg', namespace: 'doomed' } }),
     );
+    // Quotas and limit ranges go with it too (the controller manager may delete them).
+    await client.create(
+      resources.resourcequotas,
+      w({ metadata: { name: 'q', namespace: 'doomed' }, spec: { hard: { pods: '1' } } }),
+    );
+    await client.create(
+      resources.limitranges,
+      w({
+        metadata: { name: 'lr', namespace: 'doomed' },
+        spec: { limits: [{ type: 'Container', max: { cpu: '1' } }] },
+      }),
+    );
     await client.delete(resources.namespaces, 'doomed');
     await waitFor('the namespace to go', () => gone(resources.namespaces, 'doomed'), 30_000);
   });

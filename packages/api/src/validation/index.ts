@@ -172,6 +172,15 @@ const validators: Record<string, KindValidator> = {
     create: validateCSIStorageCapacity,
     update: validateCSIStorageCapacityUpdate,
   },
+  // Their rules are the apiserver's (kinds/quota.ts), the only one that writes them.
+  '/ResourceQuota': { name: nameIsDNSSubdomain, create: () => {} },
+  '/LimitRange': { name: nameIsDNSSubdomain, create: () => {} },
+  // The webhooks' own rules are the apiserver's (kinds/admissionregistration.ts): only the apiserver calls them.
+  'admissionregistration.k8s.io/ValidatingWebhookConfiguration': {
+    name: nameIsDNSSubdomain,
+    create: () => {},
+  },
+  'admissionregistration.k8s.io/MutatingWebhookConfiguration': { name: nameIsDNSSubdomain, create: () => {} },
 };
 
 function validatorFor(info: KindInfo): KindValidator | undefined {

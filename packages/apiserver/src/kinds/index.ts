@@ -3,6 +3,7 @@
 import type { ServiceAccountTokens } from '../sa-tokens.js';
 import type { ServiceNetworking } from '../services/networking.js';
 import { tokenSubresource } from '../subresources/token.js';
+import { mutatingwebhookconfigurations, validatingwebhookconfigurations } from './admissionregistration.js';
 import {
   controllerrevisions,
   daemonsets,
@@ -28,6 +29,7 @@ import {
 } from './core.js';
 import { pods } from './pods.js';
 import { poddisruptionbudgets } from './policy.js';
+import { limitranges, resourcequotas } from './quota.js';
 import { endpoints, endpointslices, serviceKind, services } from './services.js';
 import {
   csistoragecapacities,
@@ -116,5 +118,9 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     persistentvolumeclaims,
     storageclasses,
     csistoragecapacities,
+    validatingwebhookconfigurations,
+    mutatingwebhookconfigurations,
+    resourcequotas,
+    limitranges,
   ];
 }

@@ -45,6 +45,7 @@ const KINDS: Record<string, string> = {
   'v1/Pod': 'k8s.io.api.core.v1.Pod',
   'v1/Namespace': 'k8s.io.api.core.v1.Namespace',
   'v1/ConfigMap': 'k8s.io.api.core.v1.ConfigMap',
+  'v1/ResourceQuota': 'k8s.io.api.core.v1.ResourceQuota',
   'v1/Secret': 'k8s.io.api.core.v1.Secret',
   'v1/ServiceAccount': 'k8s.io.api.core.v1.ServiceAccount',
   'v1/Event': 'k8s.io.api.core.v1.Event',
