@@ -28,6 +28,7 @@ export {
   MAX_CRONJOB_NAME_LENGTH,
   POD_REPLACEMENT_POLICIES,
 } from './validation/batch.js';
+export * from './validation/crd.js';
 export * from './validation/index.js';
 export {
   MAX_DATA_SIZE,
@@ -48,6 +49,7 @@ export {
   validateLabels,
 } from './validation/meta.js';
 export * from './validation/names.js';
+export * from './validation/openapi-schema.js';
 export {
   DNS_POLICIES,
   POD_UPDATE_FORBIDDEN,
