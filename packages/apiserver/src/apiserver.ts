@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
 import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from './authz.js';
 import { bootstrap } from './bootstrap.js';
+import { CrdServing } from './crd/serving.js';
 import { builtinKinds, KindRegistry } from './kinds/index.js';
 import { loadProtobufSchema } from './protobuf.js';
 import { type CreateAdmission, Rest } from './rest.js';
@@ -220,6 +221,8 @@ export async function startApiServer(
     if (!caches.has(sr))
       caches.set(sr, new WatchCache(store, `/registry/${sr}/`, log, { historySize: opts.watchCacheHistory }));
   }
+  // CustomResourceDefinitions become kinds at runtime, each with its own watch cache.
+  const crds = new CrdServing(store, kinds, caches, log, { historySize: opts.watchCacheHistory });
   const repair = new AllocationRepair(
     store,
     log,
@@ -243,6 +246,7 @@ export async function startApiServer(
   const startup = new StoreStartup(store, opts.etcdServers, log, async () => {
     await bootstrap(store, log);
     await Promise.all([...caches.values()].map((c) => c.start()));
+    await crds.start();
     // At start, before serving: leaked allocations go, the `kubernetes` Service is there.
     // Neither stops the apiserver from serving when it fails: each retries on its loop.
     await repair
@@ -320,6 +324,7 @@ export async function startApiServer(
       startup.stop();
       await repair.stop();
       await kubernetesService.stop();
+      await crds.stop();
       await Promise.all([...caches.values()].map((c) => c.stop()));
       await app.close();
       store.close();

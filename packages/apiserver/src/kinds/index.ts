@@ -3,6 +3,7 @@
 import type { ServiceAccountTokens } from '../sa-tokens.js';
 import type { ServiceNetworking } from '../services/networking.js';
 import { tokenSubresource } from '../subresources/token.js';
+import { customresourcedefinitions } from './apiextensions.js';
 import {
   controllerrevisions,
   daemonsets,
@@ -51,6 +52,14 @@ export class KindRegistry {
   add(def: KindDef): void {
     this.all.push(def);
     this.byPath.set(`${groupVersion(def)}/${def.resource}`, def);
+  }
+
+  /** Stops serving a kind added at runtime (a deleted or changed CustomResourceDefinition's). */
+  remove(def: KindDef): void {
+    const i = this.all.indexOf(def);
+    if (i >= 0) this.all.splice(i, 1);
+    const path = `${groupVersion(def)}/${def.resource}`;
+    if (this.byPath.get(path) === def) this.byPath.delete(path);
   }
 
   lookup(group: string, version: string, resource: string): KindDef | undefined {
@@ -116,5 +125,6 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     persistentvolumeclaims,
     storageclasses,
     csistoragecapacities,
+    customresourcedefinitions,
   ];
 }
