@@ -11,7 +11,7 @@ import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
 import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from './authz.js';
 import { bootstrap } from './bootstrap.js';
 import { CrdServing } from './crd/serving.js';
-import { builtinKinds, KindRegistry } from './kinds/index.js';
+import { apiExtensionKinds, builtinKinds, KindRegistry } from './kinds/index.js';
 import { loadProtobufSchema } from './protobuf.js';
 import { type CreateAdmission, Rest } from './rest.js';
 import { ServiceAccountAdmission } from './sa-admission.js';
@@ -212,9 +212,10 @@ export async function startApiServer(
     latency: storeLatency,
   });
   const saTokens = serviceAccountTokens(opts);
-  const kinds = new KindRegistry(
-    builtinKinds({ serviceAccountTokens: saTokens, serviceNetworking: networking }),
-  );
+  const kinds = new KindRegistry([
+    ...builtinKinds({ serviceAccountTokens: saTokens, serviceNetworking: networking }),
+    ...apiExtensionKinds(),
+  ]);
   const caches = new Map<string, WatchCache>();
   for (const d of kinds.all) {
     const sr = kinds.storageResource(d);

@@ -139,6 +139,26 @@ describe('CustomResourceDefinitions', () => {
     const res = disc.body.resources.find((x: { name: string }) => x.name === 'crontabs');
     assert.deepEqual(res.shortNames, ['ct']);
     assert.ok(disc.body.resources.some((x: { name: string }) => x.name === 'crontabs/scale'));
+    // A dry-run create of a CRD or of a custom object stores nothing.
+    const dry = await api.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All', {
+      ...crd.body,
+      metadata: { name: 'others.stable.example.com' },
+      spec: { ...crd.body.spec, names: { plural: 'others', kind: 'Other' } },
+      status: undefined,
+    });
+    assert.equal(dry.status, 201, dry.text);
+    const dryGet = await api.get(
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/others.stable.example.com',
+    );
+    assert.equal(dryGet.status, 404);
+    const dryCr = await api.post(`${BASE}?dryRun=All`, {
+      apiVersion: 'stable.example.com/v1',
+      kind: 'CronTab',
+      metadata: { name: 'dry' },
+      spec: { cronSpec: '* * * * *' },
+    });
+    assert.equal(dryCr.status, 201, dryCr.text);
+    assert.equal((await api.get(`${BASE}/dry`)).status, 404);
     const ar = await kubectl(cp, ['api-resources', '--api-group=stable.example.com']);
     assert.match(ar.stdout, /crontabs\s+ct\s+stable\.example\.com\/v1\s+true\s+CronTab/);
   });
