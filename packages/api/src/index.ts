@@ -28,6 +28,7 @@ export {
   MAX_CRONJOB_NAME_LENGTH,
   POD_REPLACEMENT_POLICIES,
 } from './validation/batch.js';
+export * from './validation/cel-rules.js';
 export * from './validation/crd.js';
 export * from './validation/index.js';
 export {

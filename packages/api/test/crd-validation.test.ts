@@ -9,6 +9,7 @@ import {
   type OpenApiSchema,
   prune,
   validateAgainstSchema,
+  validateCelRules,
   validateObject,
 } from '@kubit/api';
 
@@ -234,4 +235,50 @@ test('unknown fields are pruned outside preserve-unknown-fields; defaults fill t
   applySchemaDefaults(obj, schema);
   assert.deepEqual(obj.spec, { cronSpec: '* * * * *', extra: { anything: { goes: true } }, replicas: 1 });
   assert.deepEqual(obj.metadata, { name: 'x' });
+});
+
+const celSchema: OpenApiSchema & Record<string, unknown> = {
+  type: 'object',
+  properties: {
+    spec: {
+      type: 'object',
+      'x-kubernetes-validations': [
+        { rule: 'self.minReplicas <= self.replicas', message: 'replicas must be at least minReplicas' },
+        { rule: 'self.replicas + 1 > 1' },
+      ],
+      properties: {
+        replicas: { type: 'integer' },
+        minReplicas: { type: 'integer' },
+        mode: {
+          type: 'string',
+          'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'mode is immutable' }],
+        },
+      },
+    } as OpenApiSchema,
+  },
+};
+
+test('CEL rules: messages, default message, int arithmetic, transition rules only on update', () => {
+  const ok = { spec: { replicas: 3, minReplicas: 1, mode: 'a' } };
+  assert.deepEqual(msgs(validateCelRules(ok, celSchema)), []);
+  assert.deepEqual(msgs(validateCelRules({ spec: { replicas: 0, minReplicas: 1, mode: 'a' } }, celSchema)), [
+    'spec: Invalid value: "object": replicas must be at least minReplicas',
+    'spec: Invalid value: "object": failed rule: self.replicas + 1 > 1',
+  ]);
+  // On an update only the transition rules run, against the stored value.
+  assert.deepEqual(msgs(validateCelRules({ spec: { ...ok.spec, mode: 'b' } }, celSchema, ok)), [
+    'spec.mode: Invalid value: "string": mode is immutable',
+  ]);
+  assert.deepEqual(msgs(validateCelRules(ok, celSchema, ok)), []);
+});
+
+test('a CRD whose rule does not compile is refused', () => {
+  const m = msgs(
+    validateObject(crd({ schema: { type: 'object', 'x-kubernetes-validations': [{ rule: 'self.x ==' }] } })),
+  );
+  assert.equal(m.length, 1, m.join('\n'));
+  assert.match(
+    m[0],
+    /^spec\.versions\[0\]\.schema\.openAPIV3Schema\.x-kubernetes-validations\[0\]\.rule: Invalid value: "self\.x ==": compilation failed: /,
+  );
 });

@@ -2,6 +2,7 @@
 // apiextensions validation (its field paths and messages) for the name, group,
 // names, scope, versions and the structural schema each version carries.
 import { type FieldError, fieldErrors } from '../field-errors.js';
+import { celCompileError } from './cel-rules.js';
 import { isDNS1035Label, isDNS1123Subdomain } from './names.js';
 import { arrAt, isObj, nameErrors, type Obj, objAt, own, strAt } from './util.js';
 
@@ -103,6 +104,20 @@ function validateStructural(
         errs.push(fieldErrors.forbidden(`${path}.${k}[${i}].type`, 'must be empty to be structural'));
       }
     }
+  }
+  for (const [i, r] of arrAt(
+    own(s, 'x-kubernetes-validations'),
+    `${path}.x-kubernetes-validations`,
+    errs,
+  ).entries()) {
+    const rp = `${path}.x-kubernetes-validations[${i}].rule`;
+    const rule = isObj(r) ? own(r, 'rule') : undefined;
+    if (typeof rule !== 'string' || !rule) {
+      errs.push(fieldErrors.required(rp));
+      continue;
+    }
+    const problem = celCompileError(rule);
+    if (problem) errs.push(fieldErrors.invalid(rp, rule, `compilation failed: ${problem}`));
   }
   const listType = own(s, 'x-kubernetes-list-type');
   if (listType !== undefined) {

@@ -8,6 +8,7 @@ import {
   type OpenApiSchema,
   prune,
   validateAgainstSchema,
+  validateCelRules,
 } from '@kubit/api';
 import { arr, type Column, type KindDef, obj, str } from '../kinds/types.js';
 import { objectMeta, S } from '../model/schema.js';
@@ -87,7 +88,9 @@ export function kindOfVersion(crd: KObject, version: Record<string, unknown>): K
     example: { spec: {} },
     prune: (o) => prune(o, schema),
     defaults: (o) => applySchemaDefaults(o, schema),
-    validate: (o): FieldError[] => validateAgainstSchema(o, schema),
+    validate: (o): FieldError[] => [...validateAgainstSchema(o, schema), ...validateCelRules(o, schema)],
+    // Transition rules (those naming oldSelf) compare with the stored object.
+    validateUpdate: (o, old): FieldError[] => validateCelRules(o, schema, old),
     ...(hasStatus
       ? {
           prepareForCreate(o: KObject) {
