@@ -61,9 +61,15 @@ spec:
           spec:
             type: object
             required: [cronSpec]
+            x-kubernetes-validations:
+            - rule: "!has(self.image) || self.image != 'forbidden'"
+              message: image may not be forbidden
             properties:
               cronSpec:
                 type: string
+                x-kubernetes-validations:
+                - rule: self == oldSelf
+                  message: cronSpec is immutable
                 pattern: '^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$'
               image:
                 type: string
@@ -77,6 +83,13 @@ spec:
             properties:
               replicas: {type: integer}
               selector: {type: string}
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
 `;
 
 const BASE = '/apis/stable.example.com/v1/namespaces/default/crontabs';
@@ -208,6 +221,26 @@ describe('CustomResourceDefinitions', () => {
     );
     const none = await api.get(`${BASE}?fieldSelector=metadata.name%3Dother`);
     assert.equal(none.body.items.length, 0);
+  });
+
+  it('CEL rules, transition rules, a second served version, kubectl get all', async () => {
+    const bad = await api.post(BASE, {
+      apiVersion: 'stable.example.com/v1',
+      kind: 'CronTab',
+      metadata: { name: 'cel' },
+      spec: { cronSpec: '* * * * *', image: 'forbidden' },
+    });
+    assert.equal(bad.status, 422, bad.text);
+    assert.match(bad.body.message, /spec: Invalid value: "object": image may not be forbidden/);
+    const immutable = await api.patch(`${BASE}/my-cron`, { spec: { cronSpec: '1 * * * *' } });
+    assert.equal(immutable.status, 422, immutable.text);
+    assert.match(immutable.body.message, /spec.cronSpec: Invalid value: "string": cronSpec is immutable/);
+    const beta = await api.get('/apis/stable.example.com/v1beta1/namespaces/default/crontabs/my-cron');
+    assert.equal(beta.status, 200, beta.text);
+    assert.equal(beta.body.apiVersion, 'stable.example.com/v1beta1');
+    assert.equal(beta.body.spec.cronSpec, '* * * * */5');
+    const all = await kubectl(cp, ['get', 'all']);
+    assert.match(all.stdout, /crontab.stable.example.com\/my-cron/);
   });
 
   it('patch (merge, JSON), status and scale subresources, watch', async () => {
