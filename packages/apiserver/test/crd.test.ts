@@ -126,6 +126,40 @@ describe('CustomResourceDefinitions', () => {
     );
   });
 
+  it('a CRD naming a resource a built-in kind serves is not accepted', async () => {
+    const r = await api.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: {
+        name: 'storageclasses.storage.k8s.io',
+        annotations: { 'api-approved.kubernetes.io': 'unapproved' },
+      },
+      spec: {
+        group: 'storage.k8s.io',
+        scope: 'Cluster',
+        names: { plural: 'storageclasses', kind: 'StorageClass' },
+        versions: [
+          { name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object' } } },
+        ],
+      },
+    });
+    assert.equal(r.status, 201, r.text);
+    const path = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/storageclasses.storage.k8s.io';
+    const st = await poll('NamesAccepted=False', async () => {
+      const c = await api.get(path);
+      const na = (c.body.status?.conditions ?? []).find((x: { type: string }) => x.type === 'NamesAccepted');
+      return na?.status === 'False' ? na : undefined;
+    });
+    assert.equal(st.reason, 'PluralConflict');
+    // The built-in kind is still the one served.
+    const sc = await api.get('/apis/storage.k8s.io/v1/storageclasses');
+    assert.equal(sc.status, 200);
+    assert.equal(sc.body.kind, 'StorageClassList');
+    await api.del(path);
+    await poll('the conflicting CRD gone', async () => (await api.get(path)).status === 404);
+    assert.equal((await api.get('/apis/storage.k8s.io/v1/storageclasses')).status, 200);
+  });
+
   it('kubectl applies a CRD that becomes Established and is discovered', async () => {
     const file = join(cp.dir, 'crd.yaml');
     await writeFile(file, CRD);
@@ -289,6 +323,20 @@ describe('CustomResourceDefinitions', () => {
       metadata: { name: 'second' },
       spec: { cronSpec: '* * * * *' },
     });
+    for (const name of ['third', 'fourth']) {
+      const r = await api.post(BASE, {
+        apiVersion: 'stable.example.com/v1',
+        kind: 'CronTab',
+        metadata: { name, labels: { batch: 'b' } },
+        spec: { cronSpec: '* * * * *' },
+      });
+      assert.equal(r.status, 201, r.text);
+    }
+    const dc = await api.del(`${BASE}?labelSelector=batch%3Db`);
+    assert.equal(dc.status, 200, dc.text);
+    assert.equal((await api.get(`${BASE}/third`)).status, 404);
+    const one = await kubectl(cp, ['delete', 'ct', 'second']);
+    assert.match(one.stdout, /crontab.stable.example.com "second" deleted/);
     await kubectl(cp, ['delete', 'crd', 'crontabs.stable.example.com', '--timeout=20s']);
     const gone = await api.get(
       '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.stable.example.com',

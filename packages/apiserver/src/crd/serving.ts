@@ -118,6 +118,30 @@ export class CrdServing {
       const spec0 = obj(crd.spec);
       const sr = crdStorageResource(str(spec0.group), str(obj(spec0.names).plural));
       const defs = kindsOfCrd(crd);
+      // A resource another kind already serves (a built-in one) is not taken over.
+      const taken = defs.find((d) => {
+        const other = this.kinds.lookup(d.group, d.version, d.resource);
+        return other !== undefined && !have?.defs.includes(other);
+      });
+      if (taken) {
+        await this.writeStatus(name, (status) => {
+          status.conditions = withConditions(arr(status.conditions).map(obj) as Condition[], [
+            {
+              type: 'NamesAccepted',
+              status: 'False',
+              reason: 'PluralConflict',
+              message: `"${taken.resource}" is already in use`,
+            },
+            {
+              type: 'Established',
+              status: 'False',
+              reason: 'NotAccepted',
+              message: 'not all names are accepted',
+            },
+          ]);
+        });
+        return;
+      }
       if (!this.caches.has(sr)) {
         const cache = new Cache(this.store, `/registry/${sr}/`, this.log, this.cacheOptions);
         await cache.start();
