@@ -6,11 +6,23 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type ControlPlane, startControlPlane } from '@kubit/testkit';
+import { apiserverArgs } from '@kubit/daemon/daemon-args';
+import {
+  type ControlPlane,
+  daemonCommand,
+  freePort,
+  httpsGet,
+  pkiApiserverFlags,
+  startControlPlane,
+  startProcess,
+  type TestProcess,
+  waitFor,
+} from '@kubit/testkit';
 import { Api, kubectl } from './helpers.js';
 
 let cp: ControlPlane;
 let api: Api;
+const extra: TestProcess[] = [];
 
 before(async () => {
   cp = await startControlPlane({ nodes: [] });
@@ -18,6 +30,7 @@ before(async () => {
 });
 after(async () => {
   api?.close();
+  for (const p of extra) await p.stop();
   await cp?.stop();
 });
 
@@ -314,6 +327,53 @@ describe('CustomResourceDefinitions', () => {
     await poll('watch events', async () => w.events.some((e) => e.object?.spec?.replicas === 4));
     assert.equal(w.events[0].type, 'ADDED');
     w.close();
+  });
+
+  it('an apiserver started later serves the existing CRD from its start', async () => {
+    const port = await freePort();
+    const cmd = daemonCommand('apiserver', 'main.ts');
+    const proc = startProcess({
+      name: 'kubit-apiserver-second',
+      command: cmd.command,
+      args: [
+        ...cmd.args,
+        ...apiserverArgs({
+          bindAddress: '127.0.0.1',
+          securePort: port,
+          ...pkiApiserverFlags(cp.pki, cp.storeEndpoints),
+        }),
+      ],
+      env: { KUBIT_LOG_FORMAT: 'json' },
+      logFile: join(cp.logDir, 'kubit-apiserver-second.log'),
+    });
+    extra.push(proc);
+    const url = `https://127.0.0.1:${port}`;
+    await waitFor(
+      'the second apiserver to be ready',
+      async () => {
+        if (!proc.running) throw new Error('the second apiserver exited');
+        return (await httpsGet(`${url}/readyz`, cp.pki.caFile, cp.pki.admin)).status === 200;
+      },
+      120_000,
+      200,
+    );
+    const second = new Api({ ...cp, url });
+    try {
+      // Ready means its caches, the CRDs' included, are filled: no wait here.
+      const got = await second.get(`${BASE}/my-cron`);
+      assert.equal(got.status, 200, got.text);
+      assert.equal(got.body.spec.replicas, 4);
+      const bad = await second.post(BASE, {
+        apiVersion: 'stable.example.com/v1',
+        kind: 'CronTab',
+        metadata: { name: 'x' },
+        spec: { cronSpec: 'nope' },
+      });
+      assert.equal(bad.status, 422, bad.text);
+    } finally {
+      second.close();
+      await proc.stop();
+    }
   });
 
   it('deleting the CRD deletes its objects first, then stops serving', async () => {
