@@ -282,6 +282,18 @@ describe('CustomResourceDefinitions', () => {
     const immutable = await api.patch(`${BASE}/my-cron`, { spec: { cronSpec: '1 * * * *' } });
     assert.equal(immutable.status, 422, immutable.text);
     assert.match(immutable.body.message, /spec.cronSpec: Invalid value: "string": cronSpec is immutable/);
+    // Server-side apply of a custom object.
+    const ssa = join(cp.dir, 'ssa.yaml');
+    await writeFile(
+      ssa,
+      'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: applied\nspec:\n  cronSpec: "0 * * * *"\n  image: ssa\n',
+    );
+    const applied = await kubectl(cp, ['apply', '--server-side', '-f', ssa]);
+    assert.match(applied.stdout, /crontab.stable.example.com\/applied serverside-applied/);
+    const got = await api.get(`${BASE}/applied`);
+    assert.equal(got.body.spec.image, 'ssa');
+    assert.equal(got.body.spec.replicas, 1);
+    await api.del(`${BASE}/applied`);
     const beta = await api.get('/apis/stable.example.com/v1beta1/namespaces/default/crontabs/my-cron');
     assert.equal(beta.status, 200, beta.text);
     assert.equal(beta.body.apiVersion, 'stable.example.com/v1beta1');
