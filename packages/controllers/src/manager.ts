@@ -54,6 +54,8 @@ export interface ManagerOptions {
    * and the namespace controller watch only those. Everything when absent.
    */
   served?: ServedFilter;
+  /** Custom resources the namespace controller empties too, asked for at each namespace deletion. */
+  customResources?: () => Promise<readonly ResourceRef[]>;
   /** The CA bundle (PEM) published as kube-root-ca.crt in every namespace; the publisher is off without it. */
   rootCA?: string;
   /** An event sink per reporting component ("replicaset-controller", ...). */
@@ -157,6 +159,7 @@ export class ControllerManager {
       this.controllers.push(
         new NamespaceController(cluster, this.informers, {
           resources: namespacedForCleanup.filter(served),
+          discover: opts.customResources,
           log,
         }),
       );

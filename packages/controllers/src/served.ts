@@ -4,7 +4,7 @@
 // its caches for ever if the garbage collector or the namespace controller
 // watched a resource this apiserver does not have. Asking discovery first and
 // leaving such resources out keeps them from blocking the others.
-import { discoverResources, type KubeClient, type ResourceRef } from '@kubit/client';
+import { discoverResources, type KubeClient, type ResourceRef, resources } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 
 export type ServedFilter = (r: ResourceRef) => boolean;
@@ -30,4 +30,31 @@ export async function servedResources(
       await new Promise((resolve) => setTimeout(resolve, retryMs));
     }
   }
+}
+
+const known = new Set(Object.values(resources).map((r) => `${r.group}/${r.resource}`));
+
+/**
+ * The namespaced resources discovery lists that the controllers do not know
+ * (custom resources a CRD added), with the verbs a namespace deletion needs.
+ */
+export async function customNamespacedResources(client: KubeClient): Promise<ResourceRef[]> {
+  const all = await discoverResources(client);
+  return all
+    .filter(
+      (r) =>
+        r.namespaced &&
+        !r.subresource &&
+        r.preferred &&
+        r.verbs.includes('list') &&
+        r.verbs.includes('delete') &&
+        !known.has(`${r.group}/${r.resource}`),
+    )
+    .map((r) => ({
+      group: r.group,
+      version: r.version,
+      resource: r.resource,
+      namespaced: true,
+      kind: r.kind,
+    }));
 }
