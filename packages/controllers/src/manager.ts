@@ -152,14 +152,20 @@ export class ControllerManager {
     }
     if (on.has('garbagecollector')) {
       this.controllers.push(
-        new GarbageCollector(cluster, this.informers, { resources: GC_RESOURCES.filter(served), log }),
+        new GarbageCollector(cluster, this.informers, {
+          resources: GC_RESOURCES.filter(served),
+          discover: opts.customResources,
+          log,
+        }),
       );
     }
     if (on.has('namespace')) {
       this.controllers.push(
         new NamespaceController(cluster, this.informers, {
           resources: namespacedForCleanup.filter(served),
-          discover: opts.customResources,
+          discover: opts.customResources
+            ? async () => (await opts.customResources!()).filter((r) => r.namespaced)
+            : undefined,
           log,
         }),
       );

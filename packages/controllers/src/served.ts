@@ -33,22 +33,27 @@ export async function servedResources(
 }
 
 const known = new Set(Object.values(resources).map((r) => `${r.group}/${r.resource}`));
+const builtinGroups = new Set(Object.values(resources).map((r) => r.group));
+/** A group of Kubernetes' own API (the core group, *.k8s.io), never a CRD's unless approved. */
+const isBuiltinGroup = (g: string) => builtinGroups.has(g) || g.endsWith('.k8s.io') || !g.includes('.');
 
 /**
- * The namespaced resources discovery lists that the controllers do not know
- * (custom resources a CRD added), with the verbs a namespace deletion needs.
+ * The resources discovery lists that the controllers do not know (custom
+ * resources a CRD added), with the verbs the garbage collector and a namespace
+ * deletion need.
  */
-export async function customNamespacedResources(client: KubeClient): Promise<ResourceRef[]> {
+export async function customResources(client: KubeClient): Promise<ResourceRef[]> {
   const all = await discoverResources(client);
   return all
     .filter(
       (r) =>
-        r.namespaced &&
         !r.subresource &&
         r.preferred &&
         r.verbs.includes('list') &&
         r.verbs.includes('delete') &&
-        !known.has(`${r.group}/${r.resource}`),
+        r.verbs.includes('watch') &&
+        !known.has(`${r.group}/${r.resource}`) &&
+        !isBuiltinGroup(r.group),
     )
     .map((r) => ({
       group: r.group,
