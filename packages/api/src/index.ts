@@ -29,6 +29,8 @@ export {
   MAX_CRONJOB_NAME_LENGTH,
   POD_REPLACEMENT_POLICIES,
 } from './validation/batch.js';
+export * from './validation/cel-rules.js';
+export * from './validation/crd.js';
 export * from './validation/index.js';
 export {
   MAX_DATA_SIZE,
@@ -49,6 +51,7 @@ export {
   validateLabels,
 } from './validation/meta.js';
 export * from './validation/names.js';
+export * from './validation/openapi-schema.js';
 export {
   DNS_POLICIES,
   POD_UPDATE_FORBIDDEN,

@@ -553,6 +553,15 @@ export const kinds: readonly KindInfo[] = Object.freeze([
     shortNames: ['pdb'],
     subresources: ['status'],
   }),
+  define({
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    kind: 'CustomResourceDefinition',
+    resource: 'customresourcedefinitions',
+    namespaced: false,
+    shortNames: ['crd', 'crds'],
+    subresources: ['status'],
+  }),
 ]);
 
 const byApiVersionKind = new Map<string, KindInfo>();

@@ -13,7 +13,8 @@ import { WebhookAdmission } from './admission/webhooks.js';
 import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
 import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from './authz.js';
 import { bootstrap } from './bootstrap.js';
-import { builtinKinds, KindRegistry } from './kinds/index.js';
+import { CrdServing } from './crd/serving.js';
+import { apiExtensionKinds, builtinKinds, KindRegistry } from './kinds/index.js';
 import { loadProtobufSchema } from './protobuf.js';
 import { type CreateAdmission, Rest } from './rest.js';
 import { ServiceAccountAdmission } from './sa-admission.js';
@@ -214,15 +215,18 @@ export async function startApiServer(
     latency: storeLatency,
   });
   const saTokens = serviceAccountTokens(opts);
-  const kinds = new KindRegistry(
-    builtinKinds({ serviceAccountTokens: saTokens, serviceNetworking: networking }),
-  );
+  const kinds = new KindRegistry([
+    ...builtinKinds({ serviceAccountTokens: saTokens, serviceNetworking: networking }),
+    ...apiExtensionKinds(),
+  ]);
   const caches = new Map<string, WatchCache>();
   for (const d of kinds.all) {
     const sr = kinds.storageResource(d);
     if (!caches.has(sr))
       caches.set(sr, new WatchCache(store, `/registry/${sr}/`, log, { historySize: opts.watchCacheHistory }));
   }
+  // CustomResourceDefinitions become kinds at runtime, each with its own watch cache.
+  const crds = new CrdServing(store, kinds, caches, log, { historySize: opts.watchCacheHistory });
   const repair = new AllocationRepair(
     store,
     log,
@@ -246,6 +250,7 @@ export async function startApiServer(
   const startup = new StoreStartup(store, opts.etcdServers, log, async () => {
     await bootstrap(store, log);
     await Promise.all([...caches.values()].map((c) => c.start()));
+    await crds.start();
     // At start, before serving: leaked allocations go, the `kubernetes` Service is there.
     // Neither stops the apiserver from serving when it fails: each retries on its loop.
     await repair
@@ -335,6 +340,7 @@ export async function startApiServer(
       startup.stop();
       await repair.stop();
       await kubernetesService.stop();
+      await crds.stop();
       await Promise.all([...caches.values()].map((c) => c.stop()));
       await app.close();
       webhooks.close();

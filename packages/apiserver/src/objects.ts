@@ -1,7 +1,16 @@
 // Decoding a request body into an object of a kind (schema, unknown fields,
 // kind/apiVersion/name/namespace checks) and the metadata rules shared by all
 // kinds (names, labels, system fields).
-import { badRequest, invalid, validateObject, validateUpdate } from '@kubit/api';
+import {
+  badRequest,
+  type FieldError,
+  invalid,
+  nameIsDNSSubdomain,
+  validateObject,
+  validateObjectMeta,
+  validateObjectMetaUpdate,
+  validateUpdate,
+} from '@kubit/api';
 import { groupVersion, type KindDef } from './kinds/types.js';
 import type { FieldScan } from './model/duplicates.js';
 import { conform, type DecodeProblems } from './model/schema.js';
@@ -20,7 +29,7 @@ export function parseFieldValidation(v: string | undefined): FieldValidation {
  * unknown fields; warnings collects what Warn mode reports.
  */
 export function decodeObject(
-  def: Pick<KindDef, 'group' | 'version' | 'kind' | 'schema'>,
+  def: Pick<KindDef, 'group' | 'version' | 'kind' | 'schema' | 'prune'>,
   raw: unknown,
   mode: FieldValidation,
   warnings: string[],
@@ -46,6 +55,7 @@ export function decodeObject(
   }
   const probs: DecodeProblems = { unknown: [], types: [] };
   const obj = conform(raw, def.schema, '', probs) as KObject;
+  if (probs.types.length === 0 && def.prune) probs.unknown.push(...def.prune(obj));
   if (probs.types.length > 0) {
     throw badRequest(
       `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: ${probs.types[0]}`,
@@ -100,8 +110,19 @@ function dropEmptyMetadata(m: Record<string, unknown>): void {
 }
 
 /** All validation of a new object; throws 422 Invalid with every problem. */
+/** A custom resource's ObjectMeta rules: those every kind gets, names as DNS subdomains. */
+function customMetaErrors(def: KindDef, o: KObject, old?: KObject): FieldError[] {
+  const errs: FieldError[] = [];
+  const r = o as Record<string, unknown>;
+  if (old)
+    validateObjectMetaUpdate(r, old as Record<string, unknown>, def.namespaced, nameIsDNSSubdomain, errs);
+  else validateObjectMeta(r, def.namespaced, nameIsDNSSubdomain, errs);
+  return errs;
+}
+
 export function validateNew(def: KindDef, o: KObject): void {
-  const errs = [...validateObject(o), ...(def.validate?.(o) ?? [])];
+  const base = def.customResource ? customMetaErrors(def, o) : validateObject(o);
+  const errs = [...base, ...(def.validate?.(o) ?? [])];
   if (errs.length > 0) {
     throw invalid({ group: def.group, kind: def.kind }, String(o.metadata?.name ?? ''), errs);
   }
@@ -109,7 +130,7 @@ export function validateNew(def: KindDef, o: KObject): void {
 
 export function validateChange(def: KindDef, o: KObject, old: KObject): void {
   const errs = [
-    ...validateUpdate(o, old),
+    ...(def.customResource ? customMetaErrors(def, o, old) : validateUpdate(o, old)),
     ...(def.validate?.(o) ?? []),
     ...(def.validateUpdate?.(o, old) ?? []),
   ];

@@ -325,6 +325,16 @@ export class SharedInformerFactory {
     return inf;
   }
 
+  /** Stops and forgets every informer of a resource (one no longer served, a deleted CRD's). */
+  async remove(resource: ResourceRef): Promise<void> {
+    const prefix = `${resource.group}|${resource.version}|${resource.resource}|`;
+    for (const [key, inf] of [...this.informers.entries()]) {
+      if (!key.startsWith(prefix)) continue;
+      this.informers.delete(key);
+      await inf.stop();
+    }
+  }
+
   /** Starts every informer created so far and any created later. */
   start(): void {
     this.started = true;

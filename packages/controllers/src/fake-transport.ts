@@ -40,7 +40,10 @@ export function parseCollectionPath(path: string): ParsedPath | undefined {
     namespace = tail[1];
     plural = tail[2];
   } else if (tail.length !== 1) return undefined;
-  const resource = KNOWN.find((r) => r.group === group && r.version === version && r.resource === plural);
+  const resource =
+    KNOWN.find((r) => r.group === group && r.version === version && r.resource === plural) ??
+    // A custom resource (a CRD's group has a dot): the fake serves it as a namespaced one.
+    (group.includes('.') ? { group, version, resource: plural, namespaced: true } : undefined);
   return resource ? { resource, namespace, query: url.searchParams } : undefined;
 }
 

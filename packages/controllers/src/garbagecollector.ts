@@ -26,6 +26,10 @@ const OWNER_INDEX = 'ownerUID';
 export interface GarbageCollectorOptions {
   /** Resources whose objects are owners or dependents. */
   resources: readonly ResourceRef[];
+  /** Custom resources (CRDs') to watch too, asked for again every `rediscoverMs`. */
+  discover?: () => Promise<readonly ResourceRef[]>;
+  /** How often discovery is asked again (ms; default 10 s). */
+  rediscoverMs?: number;
   log?: Logger;
 }
 
@@ -40,22 +44,71 @@ export class GarbageCollector implements Controller {
   readonly name = 'garbagecollector';
   readonly queue = new RateLimitingQueue<string>();
   private readonly informers = new Map<string, { r: ResourceRef; inf: Informer }>();
+  /** The resources watched: the built-in ones, and custom ones added while running. */
+  private readonly known: ResourceRef[] = [];
 
   constructor(
     private readonly cluster: Cluster,
-    factory: SharedInformerFactory,
+    private readonly factory: SharedInformerFactory,
     private readonly opts: GarbageCollectorOptions,
   ) {
-    for (const r of opts.resources) {
-      const inf = factory.forResource(r);
-      ensureIndex(inf, OWNER_INDEX, (o) => (o.metadata?.ownerReferences ?? []).map((ref) => ref.uid));
-      this.informers.set(resourceId(r), { r, inf });
-      inf.addEventHandler({
-        onAdd: (o) => this.changed(r, o),
-        onUpdate: (_old, o) => this.changed(r, o),
-        onDelete: (o) => this.deleted(o),
-      });
-    }
+    for (const r of opts.resources) this.watch(r);
+  }
+
+  /** Watches one more resource for owners and dependents (a CRD's, found by discovery). */
+  watch(r: ResourceRef): void {
+    if (this.informers.has(resourceId(r))) return;
+    const inf = this.factory.forResource(r);
+    ensureIndex(inf, OWNER_INDEX, (o) => (o.metadata?.ownerReferences ?? []).map((ref) => ref.uid));
+    this.informers.set(resourceId(r), { r, inf });
+    this.known.push(r);
+    inf.addEventHandler({
+      onAdd: (o) => this.changed(r, o),
+      onUpdate: (_old, o) => this.changed(r, o),
+      onDelete: (o) => this.deleted(o),
+    });
+  }
+
+  /** Stops watching a resource that is no longer served. */
+  async unwatch(r: ResourceRef): Promise<void> {
+    if (!this.informers.delete(resourceId(r))) return;
+    const i = this.known.findIndex((k) => resourceId(k) === resourceId(r));
+    if (i >= 0) this.known.splice(i, 1);
+    await this.factory.remove(r);
+  }
+
+  private timer: NodeJS.Timeout | undefined;
+
+  start(): void {
+    if (!this.opts.discover || this.timer) return;
+    const tick = () => {
+      this.rediscover()
+        .catch((err: unknown) => this.opts.log?.warn({ err }, 'discovery of custom resources failed'))
+        .finally(() => {
+          if (this.timer) this.timer = setTimeout(tick, this.opts.rediscoverMs ?? 10_000).unref();
+        });
+    };
+    this.timer = setTimeout(tick, 0).unref();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Watches the custom resources discovery lists now, and stops watching those gone. */
+  async rediscover(): Promise<void> {
+    if (!this.opts.discover) return;
+    const found = await this.opts.discover();
+    const ids = new Set(found.map(resourceId));
+    for (const r of found) this.watch(r);
+    for (const r of this.customWatched()) if (!ids.has(resourceId(r))) await this.unwatch(r);
+  }
+
+  /** Custom resources watched now (those not in the options' list). */
+  customWatched(): ResourceRef[] {
+    const builtin = new Set(this.opts.resources.map(resourceId));
+    return this.known.filter((r) => !builtin.has(resourceId(r)));
   }
 
   private enqueue(r: ResourceRef, o: KubeObject): void {
@@ -95,7 +148,7 @@ export class GarbageCollector implements Controller {
   }
 
   private ownerResource(ref: OwnerReference): ResourceRef | undefined {
-    return resourceForKind(ref.apiVersion, ref.kind, this.opts.resources);
+    return resourceForKind(ref.apiVersion, ref.kind, this.known);
   }
 
   private cachedOwner(dependent: KubeObject, ref: OwnerReference): Item | undefined {

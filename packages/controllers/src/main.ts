@@ -162,7 +162,7 @@ async function run(flags: Flags): Promise<void> {
   const { EventRecorder, KubeClient, LeaderElector, SharedInformerFactory } = await import('@kubit/client');
   const { ControllerManager } = await import('./manager.js');
   const { RestCluster } = await import('./rest-cluster.js');
-  const { servedResources } = await import('./served.js');
+  const { customResources, servedResources } = await import('./served.js');
   let client: InstanceType<typeof KubeClient>;
   try {
     client = KubeClient.fromKubeconfig(
@@ -191,6 +191,7 @@ async function run(flags: Flags): Promise<void> {
       mirroringMaxEndpointsPerSubset: flags.mirroringMaxEndpointsPerSubset,
       loadBalancerIPRange: flags.loadBalancerIpRange || undefined,
       served,
+      customResources: () => customResources(client),
       rootCA,
       events: (component) => {
         const recorder = new EventRecorder(client, {

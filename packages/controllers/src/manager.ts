@@ -55,6 +55,8 @@ export interface ManagerOptions {
    * and the namespace controller watch only those. Everything when absent.
    */
   served?: ServedFilter;
+  /** Custom resources the namespace controller empties too, asked for at each namespace deletion. */
+  customResources?: () => Promise<readonly ResourceRef[]>;
   /** The CA bundle (PEM) published as kube-root-ca.crt in every namespace; the publisher is off without it. */
   rootCA?: string;
   /** An event sink per reporting component ("replicaset-controller", ...). */
@@ -151,13 +153,20 @@ export class ControllerManager {
     }
     if (on.has('garbagecollector')) {
       this.controllers.push(
-        new GarbageCollector(cluster, this.informers, { resources: GC_RESOURCES.filter(served), log }),
+        new GarbageCollector(cluster, this.informers, {
+          resources: GC_RESOURCES.filter(served),
+          discover: opts.customResources,
+          log,
+        }),
       );
     }
     if (on.has('namespace')) {
       this.controllers.push(
         new NamespaceController(cluster, this.informers, {
           resources: namespacedForCleanup.filter(served),
+          discover: opts.customResources
+            ? async () => (await opts.customResources!()).filter((r) => r.namespaced)
+            : undefined,
           log,
         }),
       );

@@ -22,6 +22,11 @@ export const FINALIZER_KUBERNETES = 'kubernetes';
 export interface NamespaceControllerOptions {
   /** Namespaced resources to empty. */
   resources: readonly ResourceRef[];
+  /**
+   * Namespaced resources known only at run time (custom resources), asked for at
+   * each namespace deletion, as Kubernetes' namespace controller asks discovery.
+   */
+  discover?: () => Promise<readonly ResourceRef[]>;
   /** How long to wait before looking again while objects are still going (ms). */
   recheckMs?: number;
   log?: Logger;
@@ -94,7 +99,13 @@ export class NamespaceController implements Controller {
   /** Deletes every object in the namespace not already going; returns how many it found. */
   private async deleteContent(namespace: string): Promise<number> {
     let remaining = 0;
-    for (const r of this.opts.resources) {
+    const extra = this.opts.discover
+      ? await this.opts.discover().catch((err: unknown) => {
+          this.opts.log?.warn({ err }, 'discovery of custom resources failed; emptying the built-in ones');
+          return [];
+        })
+      : [];
+    for (const r of [...this.opts.resources, ...extra]) {
       let items: { metadata?: { name?: string; uid?: string; deletionTimestamp?: string } }[];
       try {
         items = (await this.cluster.list(r, namespace)).items;

@@ -4,7 +4,7 @@
 // its caches for ever if the garbage collector or the namespace controller
 // watched a resource this apiserver does not have. Asking discovery first and
 // leaving such resources out keeps them from blocking the others.
-import { discoverResources, type KubeClient, type ResourceRef } from '@kubit/client';
+import { discoverResources, type KubeClient, type ResourceRef, resources } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 
 export type ServedFilter = (r: ResourceRef) => boolean;
@@ -30,4 +30,36 @@ export async function servedResources(
       await new Promise((resolve) => setTimeout(resolve, retryMs));
     }
   }
+}
+
+const known = new Set(Object.values(resources).map((r) => `${r.group}/${r.resource}`));
+const builtinGroups = new Set(Object.values(resources).map((r) => r.group));
+/** A group of Kubernetes' own API (the core group, *.k8s.io), never a CRD's unless approved. */
+const isBuiltinGroup = (g: string) => builtinGroups.has(g) || g.endsWith('.k8s.io') || !g.includes('.');
+
+/**
+ * The resources discovery lists that the controllers do not know (custom
+ * resources a CRD added), with the verbs the garbage collector and a namespace
+ * deletion need.
+ */
+export async function customResources(client: KubeClient): Promise<ResourceRef[]> {
+  const all = await discoverResources(client);
+  return all
+    .filter(
+      (r) =>
+        !r.subresource &&
+        r.preferred &&
+        r.verbs.includes('list') &&
+        r.verbs.includes('delete') &&
+        r.verbs.includes('watch') &&
+        !known.has(`${r.group}/${r.resource}`) &&
+        !isBuiltinGroup(r.group),
+    )
+    .map((r) => ({
+      group: r.group,
+      version: r.version,
+      resource: r.resource,
+      namespaced: true,
+      kind: r.kind,
+    }));
 }

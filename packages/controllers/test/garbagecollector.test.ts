@@ -159,3 +159,43 @@ describe('garbage collector', () => {
     informers.stop();
   });
 });
+
+describe('garbage collector: custom resources', () => {
+  test('dependents of a custom object are collected once discovery lists its resource', async () => {
+    const crontabs = {
+      group: 'stable.example.com',
+      version: 'v1',
+      resource: 'crontabs',
+      namespaced: true,
+      kind: 'CronTab',
+    };
+    const cluster = new FakeCluster();
+    const informers = newFactory(cluster);
+    let served: (typeof crontabs)[] = [crontabs];
+    const gc = new GarbageCollector(cluster, informers, {
+      resources: monitored,
+      discover: async () => served,
+    });
+    await startInformers(informers);
+    await gc.rediscover();
+    const tab = await cluster.create<KubeObject>(crontabs, 'default', {
+      apiVersion: 'stable.example.com/v1',
+      kind: 'CronTab',
+      metadata: { name: 'tab' },
+    });
+    await ownedPods(cluster, tab, 2);
+    await settle([gc]);
+    assert.deepEqual(names(cluster), ['p0', 'p1'], 'the owner exists: nothing collected');
+    await cluster.delete(crontabs, 'default', 'tab');
+    for (let i = 0; i < 50 && names(cluster).length > 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      await settle([gc]);
+    }
+    assert.deepEqual(names(cluster), []);
+    // A resource discovery no longer lists is no longer watched.
+    served = [];
+    await gc.rediscover();
+    assert.deepEqual(gc.customWatched(), []);
+    informers.stop();
+  });
+});

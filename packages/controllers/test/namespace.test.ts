@@ -48,4 +48,37 @@ describe('namespace controller', () => {
     assert.equal(cluster.all(res.configmaps, 'other').length, 1);
     informers.stop();
   });
+
+  test('custom resources discovery finds are emptied too', async () => {
+    const cluster = new FakeCluster();
+    const informers = newFactory(cluster);
+    const crontabs = {
+      group: 'stable.example.com',
+      version: 'v1',
+      resource: 'crontabs',
+      namespaced: true,
+      kind: 'CronTab',
+    };
+    let asked = 0;
+    const nc = new NamespaceController(cluster, informers, {
+      resources: namespacedForCleanup,
+      discover: async () => {
+        asked++;
+        return [crontabs];
+      },
+      recheckMs: 20,
+    });
+    await startInformers(informers);
+    await cluster.create(res.namespaces, undefined, { metadata: { name: 'team' } } satisfies Namespace);
+    await cluster.create(crontabs, 'team', { metadata: { name: 'tab' }, spec: { cronSpec: '* * * * *' } });
+    await cluster.delete(res.namespaces, undefined, 'team');
+    for (let i = 0; i < 50 && cluster.all(res.namespaces).length > 0; i++) {
+      await sleep(25);
+      await settle([nc]);
+    }
+    assert.ok(asked > 0);
+    assert.equal(cluster.all(crontabs, 'team').length, 0);
+    assert.equal(cluster.all(res.namespaces).length, 0);
+    informers.stop();
+  });
 });

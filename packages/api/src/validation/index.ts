@@ -21,6 +21,7 @@ import {
   validateJobCreate,
   validateJobUpdate,
 } from './batch.js';
+import { validateCustomResourceDefinition, validateCustomResourceDefinitionUpdate } from './crd.js';
 import {
   validateBinding,
   validateBindingUpdate,
@@ -166,6 +167,11 @@ const validators: Record<string, KindValidator> = {
     name: nameIsDNSSubdomain,
     create: validateStorageClass,
     update: validateStorageClassUpdate,
+  },
+  'apiextensions.k8s.io/CustomResourceDefinition': {
+    name: nameIsDNSSubdomain,
+    create: validateCustomResourceDefinition,
+    update: validateCustomResourceDefinitionUpdate,
   },
   'storage.k8s.io/CSIStorageCapacity': {
     name: nameIsDNSSubdomain,

@@ -4,6 +4,7 @@ import type { ServiceAccountTokens } from '../sa-tokens.js';
 import type { ServiceNetworking } from '../services/networking.js';
 import { tokenSubresource } from '../subresources/token.js';
 import { mutatingwebhookconfigurations, validatingwebhookconfigurations } from './admissionregistration.js';
+import { customresourcedefinitions } from './apiextensions.js';
 import {
   controllerrevisions,
   daemonsets,
@@ -53,6 +54,14 @@ export class KindRegistry {
   add(def: KindDef): void {
     this.all.push(def);
     this.byPath.set(`${groupVersion(def)}/${def.resource}`, def);
+  }
+
+  /** Stops serving a kind added at runtime (a deleted or changed CustomResourceDefinition's). */
+  remove(def: KindDef): void {
+    const i = this.all.indexOf(def);
+    if (i >= 0) this.all.splice(i, 1);
+    const path = `${groupVersion(def)}/${def.resource}`;
+    if (this.byPath.get(path) === def) this.byPath.delete(path);
   }
 
   lookup(group: string, version: string, resource: string): KindDef | undefined {
@@ -123,4 +132,13 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     resourcequotas,
     limitranges,
   ];
+}
+
+/**
+ * Kinds that extend the API: CustomResourceDefinitions (their names are fixed by
+ * their spec, `<plural>.<group>`, so they stay out of the suites that write every
+ * built-in kind under names of their own; test/crd.test.ts covers them).
+ */
+export function apiExtensionKinds(): KindDef[] {
+  return [customresourcedefinitions];
 }

@@ -57,6 +57,17 @@ export interface KindDef {
   storageResource?: string;
   /** Whether metadata.generation counts spec changes. */
   generation?: boolean;
+  /**
+   * A custom resource (a CustomResourceDefinition's): its ObjectMeta gets the generic
+   * rules, since @kubit/api's validators know only the built-in kinds.
+   */
+  customResource?: boolean;
+  /**
+   * Drops the fields its schema does not know from a decoded body, in place, and
+   * returns their paths (fieldValidation Strict refuses them, Warn reports them).
+   * For schemas richer than `schema` (a CRD's OpenAPI v3 schema).
+   */
+  prune?(obj: KObject): string[];
   /** Sets fields a user may omit. Runs on create and update. */
   defaults?(obj: KObject): void;
   /** Rules beyond @kubit/api's validateObject (which every kind gets). */
