@@ -68,10 +68,13 @@ export class CrdServing {
   async start(): Promise<void> {
     if (this.sub) return;
     this.stopped = false;
-    const sub = this.crdCache.subscribe(() => true, 'now', true);
+    // The CRDs there are now, then every change after them: read and subscribe in the
+    // same turn, so nothing falls between. (Waiting for a first batch of events would
+    // wait for ever on a cluster that has no CRD yet.)
+    const current = [...this.crdCache.objects.values()];
+    const sub = this.crdCache.subscribe(() => true, 'now', false);
     this.sub = sub;
-    const first = await sub.next();
-    for (const ev of first) await this.handle(ev.type, ev.object);
+    for (const crd of current) await this.handle('ADDED', crd);
     void this.loop(sub);
   }
 
