@@ -2,7 +2,7 @@
 // (and status|history|undo|restart for DaemonSets), with kubectl's messages.
 
 import { StatusError } from '@kubit/api';
-import type { APIResourceInfo, KubeClient } from '@kubit/client';
+import type { APIResourceInfo, KubeClient, KubeObject } from '@kubit/client';
 import { resources } from '@kubit/client';
 import { CliError, PerTargetErrors } from '../errors.js';
 import { type Factory, parseDurationMs } from '../factory.js';
@@ -123,32 +123,46 @@ export async function rollout(
   errors.finish();
 }
 
-/** Prints each new state of the rollout until it completes (or once, with --watch=false). */
-async function status(f: Factory, client: KubeClient, it: Item, o: RolloutOptions): Promise<void> {
-  const want = o.revision ?? 0;
+/**
+ * Prints each new state of a rollout until it completes (or once, with --watch=false):
+ * `statusOf` says what a Deployment's or a DaemonSet's status means.
+ */
+async function followRollout<T extends KubeObject>(
+  f: Factory,
+  client: KubeClient,
+  it: Item,
+  o: RolloutOptions,
+  resource: string,
+  statusOf: (obj: T) => { message: string; done: boolean },
+): Promise<void> {
   let last = '';
   let done = false;
-  const see = (d: DeploymentShape | undefined): boolean => {
-    if (!d) throw new CliError(`deployments.apps "${it.name}" not found`);
-    const s = rolloutStatus(d, want);
+  const see = (obj: T | undefined): boolean => {
+    if (!obj) throw new CliError(`${resource} "${it.name}" not found`);
+    const s = statusOf(obj);
     if (s.message !== last) f.io.out.write(`${s.message}\n`);
     last = s.message;
     done = s.done;
     return s.done || o.watch === false;
   };
-  // Read once first, so a missing Deployment is the server's NotFound.
-  const first = await client.get<DeploymentShape>(it.r, it.name, { namespace: it.namespace });
+  // Read once first, so a missing object is the server's NotFound.
+  const first = await client.get<T>(it.r, it.name, { namespace: it.namespace });
   if (o.watch === false) {
     see(first);
     return;
   }
   const deadline = deadlineSignal(parseDurationMs(o.timeout ?? '0s'), f.io.signal);
   try {
-    await followObject<DeploymentShape>(client, it.r, it.namespace, it.name, see, deadline.signal);
+    await followObject<T>(client, it.r, it.namespace, it.name, see, deadline.signal);
   } finally {
     deadline.dispose();
   }
   if (!done && deadline.timedOut()) throw new CliError('timed out waiting for the condition');
+}
+
+function status(f: Factory, client: KubeClient, it: Item, o: RolloutOptions): Promise<void> {
+  const want = o.revision ?? 0;
+  return followRollout<DeploymentShape>(f, client, it, o, 'deployments.apps', (d) => rolloutStatus(d, want));
 }
 
 async function ownedBy(client: KubeClient, d: DeploymentShape): Promise<ReplicaSetShape[]> {
@@ -217,29 +231,8 @@ async function undo(f: Factory, client: KubeClient, it: Item, toRevision: number
 }
 
 /** Prints each new state of a DaemonSet's rollout until it completes (or once, with --watch=false). */
-async function daemonSetStatus(f: Factory, client: KubeClient, it: Item, o: RolloutOptions): Promise<void> {
-  let last = '';
-  let done = false;
-  const see = (ds: DaemonSetShape | undefined): boolean => {
-    if (!ds) throw new CliError(`daemonsets.apps "${it.name}" not found`);
-    const s = daemonSetRolloutStatus(ds);
-    if (s.message !== last) f.io.out.write(`${s.message}\n`);
-    last = s.message;
-    done = s.done;
-    return s.done || o.watch === false;
-  };
-  const first = await client.get<DaemonSetShape>(it.r, it.name, { namespace: it.namespace });
-  if (o.watch === false) {
-    see(first);
-    return;
-  }
-  const deadline = deadlineSignal(parseDurationMs(o.timeout ?? '0s'), f.io.signal);
-  try {
-    await followObject<DaemonSetShape>(client, it.r, it.namespace, it.name, see, deadline.signal);
-  } finally {
-    deadline.dispose();
-  }
-  if (!done && deadline.timedOut()) throw new CliError('timed out waiting for the condition');
+function daemonSetStatus(f: Factory, client: KubeClient, it: Item, o: RolloutOptions): Promise<void> {
+  return followRollout<DaemonSetShape>(f, client, it, o, 'daemonsets.apps', daemonSetRolloutStatus);
 }
 
 /** The ControllerRevisions the DaemonSet controls (found by its selector, as kubectl does). */
