@@ -391,6 +391,29 @@ export function defaultNamespace(ns: Obj): Obj {
   return ns;
 }
 
+/**
+ * networking/v1's defaults: each port's protocol TCP; policyTypes, when not given,
+ * Ingress always and Egress when there are egress rules (Kubernetes'
+ * SetDefaults_NetworkPolicy). podSelector is a non-pointer field in Go, so a
+ * missing one decodes as the empty selector (every pod of the namespace).
+ */
+export function defaultNetworkPolicy(np: Obj): Obj {
+  const spec = child(np, 'spec');
+  if (!spec) return np;
+  setDefault(spec, 'podSelector', {});
+  for (const direction of ['ingress', 'egress']) {
+    for (const rule of objects(own(spec, direction))) {
+      for (const port of objects(own(rule, 'ports'))) setDefault(port, 'protocol', 'TCP');
+    }
+  }
+  const types = own(spec, 'policyTypes');
+  if (types === undefined || types === null || (Array.isArray(types) && types.length === 0)) {
+    const egress = own(spec, 'egress');
+    spec.policyTypes = Array.isArray(egress) && egress.length > 0 ? ['Ingress', 'Egress'] : ['Ingress'];
+  }
+  return np;
+}
+
 export function defaultSecret(secret: Obj): Obj {
   setDefault(secret, 'type', 'Opaque');
   return secret;

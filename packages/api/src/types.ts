@@ -163,6 +163,16 @@ export type {
   Status as MetaStatus,
 } from 'kubernetes-types/meta/v1.js';
 export type {
+  IPBlock,
+  NetworkPolicy,
+  NetworkPolicyEgressRule,
+  NetworkPolicyIngressRule,
+  NetworkPolicyList,
+  NetworkPolicyPeer,
+  NetworkPolicyPort,
+  NetworkPolicySpec,
+} from 'kubernetes-types/networking/v1.js';
+export type {
   PodDisruptionBudget,
   PodDisruptionBudgetList,
   PodDisruptionBudgetSpec,
@@ -552,6 +562,14 @@ export const kinds: readonly KindInfo[] = Object.freeze([
     namespaced: true,
     shortNames: ['pdb'],
     subresources: ['status'],
+  }),
+  define({
+    group: 'networking.k8s.io',
+    version: 'v1',
+    kind: 'NetworkPolicy',
+    resource: 'networkpolicies',
+    namespaced: true,
+    shortNames: ['netpol'],
   }),
   define({
     group: 'apiextensions.k8s.io',

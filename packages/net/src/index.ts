@@ -1,3 +1,3 @@
 // @kubit/net: kubit-net, the node's pod network agent: the overlay between
 // nodes (src/overlay/) and NetworkPolicy enforcement (src/netpol/).
-export {};
+export * from './netpol/index.js';

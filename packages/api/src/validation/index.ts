@@ -50,6 +50,7 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate,
 } from './meta.js';
+import { validateNetworkPolicy } from './networking.js';
 import { validateBindingTarget, validatePodSpec, validatePodSpecUpdate } from './pod.js';
 import { validatePodDisruptionBudget } from './policy.js';
 import {
@@ -153,6 +154,7 @@ const validators: Record<string, KindValidator> = {
   },
   'events.k8s.io/Event': { name: nameIsDNSSubdomain, create: validateEventsV1Event },
   'policy/PodDisruptionBudget': { name: nameIsDNSSubdomain, create: validatePodDisruptionBudget },
+  'networking.k8s.io/NetworkPolicy': { name: nameIsDNSSubdomain, create: validateNetworkPolicy },
   '/PersistentVolume': {
     name: nameIsDNSSubdomain,
     create: validatePersistentVolume,
@@ -269,5 +271,12 @@ export function assertValidUpdate(newObj: unknown, oldObj: unknown): void {
   if (errs.length > 0) throw invalidError(newObj, errs);
 }
 
+export {
+  type AnyCidr,
+  isStrictSubnet,
+  NETWORK_POLICY_PROTOCOLS,
+  NETWORK_POLICY_TYPES,
+  parseAnyCidr,
+} from './networking.js';
 export { UNHEALTHY_POD_EVICTION_POLICIES, validateLabelSelector } from './policy.js';
 export { validateObjectMeta, validateObjectMetaUpdate, validatePodSpec, validatePodSpecUpdate };

@@ -28,6 +28,7 @@ import {
   secrets,
   serviceaccounts,
 } from './core.js';
+import { networkpolicies } from './networking.js';
 import { pods } from './pods.js';
 import { poddisruptionbudgets } from './policy.js';
 import { limitranges, resourcequotas } from './quota.js';
@@ -121,6 +122,7 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     statefulsets,
     controllerrevisions,
     poddisruptionbudgets,
+    networkpolicies,
     jobs,
     cronjobs,
     persistentvolumes,

@@ -247,6 +247,13 @@ const labelSelector = S.obj({
   matchExpressions: S.list(S.obj({ key: S.str, operator: S.str, values: strList })),
 });
 
+const networkPolicyPort = S.obj({ protocol: S.str, port: S.intOrStr, endPort: S.int });
+const networkPolicyPeer = S.obj({
+  podSelector: labelSelector,
+  namespaceSelector: labelSelector,
+  ipBlock: S.obj({ cidr: S.str, except: strList }),
+});
+
 const podTemplateSpec = S.obj({ metadata: objectMeta, spec: podSpec });
 
 const replicaSetSpec = S.obj({
@@ -738,6 +745,16 @@ export const schemas = {
           message: S.str,
         }),
       ),
+    }),
+  }),
+  /** networking.k8s.io/v1 NetworkPolicy. */
+  networkPolicy: S.obj({
+    ...typeMeta,
+    spec: S.obj({
+      podSelector: labelSelector,
+      ingress: S.list(S.obj({ ports: S.list(networkPolicyPort), from: S.list(networkPolicyPeer) })),
+      egress: S.list(S.obj({ ports: S.list(networkPolicyPort), to: S.list(networkPolicyPeer) })),
+      policyTypes: strList,
     }),
   }),
   /** policy/v1 Eviction, the body of pods/<name>/eviction. */

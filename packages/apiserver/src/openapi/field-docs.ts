@@ -261,4 +261,17 @@ export const definitionDocs: Record<string, DefinitionDocs> = {
     about: 'A share of the endpoints of a Service.',
     required: { '': ['addressType', 'endpoints'] },
   },
+  'io.k8s.api.networking.v1.NetworkPolicy': {
+    about:
+      'Which traffic the selected pods may receive and send. Each node enforces it for its own pods; what no policy selects is not filtered.',
+    fields: {
+      'spec.podSelector':
+        'The pods of this namespace the policy applies to; the empty selector selects all of them.',
+      'spec.ingress':
+        'Traffic the selected pods may receive: a connection is allowed when any rule of any policy that selects the pod allows it.',
+      'spec.egress': 'Traffic the selected pods may send, allowed by the same union of rules.',
+      'spec.policyTypes':
+        'Ingress, Egress or both: the directions in which the selected pods are isolated. Defaults to Ingress, plus Egress when egress rules are given.',
+    },
+  },
 };
