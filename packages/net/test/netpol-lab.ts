@@ -156,6 +156,7 @@ export function createNetpolLab(
     throw new Error(`could not create the NetworkPolicy lab: ${(err as Error).message}`);
   }
   const target = (name: string) => {
+    if (/^\d+\.\d+\.\d+\.\d+$/.test(name)) return { ip: name, ns: '' };
     const p = byName.get(name);
     if (!p) throw new Error(`no lab pod ${name}`);
     return p;

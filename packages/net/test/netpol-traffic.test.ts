@@ -29,6 +29,8 @@ import { createNetpolLab, type NetpolLab } from './netpol-lab.js';
 const NODE = `netpol-node-${process.pid}`;
 const OTHER_NODE = `netpol-other-${process.pid}`;
 const TABLE = netpolTableName(NODE);
+/** A Service's cluster IP, DNATed in the lab's node (only routed there by the pods' default route). */
+const CLUSTER_IP = '10.96.77.1';
 
 const PODS = [
   { name: 'a', namespace: 'x', index: 11 },
@@ -216,6 +218,26 @@ describe('NetworkPolicy enforcement with real traffic', () => {
       ['b', 'a', 'udp', 53, true],
       ['c', 'a', 'tcp', 80, false],
       ['a', 'b', 'tcp', 80, false],
+    ]);
+  });
+
+  it('judges Service traffic by the real pod address (after DNAT)', async () => {
+    // kubit-proxy's kind of rule, in the lab's node: a cluster IP DNATed to pod a at nat prerouting.
+    const inNode = (args: string[], input?: string) =>
+      execFileSync('ip', ['netns', 'exec', lab.nodeNs, ...args], { input });
+    inNode(['sysctl', '-qw', 'net.ipv4.ip_forward=1']);
+    inNode(
+      ['nft', '-f', '-'],
+      [
+        'add table ip lab-proxy',
+        'add chain ip lab-proxy prerouting { type nat hook prerouting priority -100; }',
+        `add rule ip lab-proxy prerouting ip daddr ${CLUSTER_IP} tcp dport 80 dnat to ${lab.pods.get('a')?.ip}:80`,
+        '',
+      ].join('\n'),
+    );
+    await expectReach('through the cluster IP', [
+      ['b', CLUSTER_IP, 'tcp', 80, true],
+      ['c', CLUSTER_IP, 'tcp', 80, false],
     ]);
   });
 
