@@ -121,20 +121,31 @@ function namedPort(pod: Pod, name: string, protocol: string): number | undefined
 
 class PeerResolver {
   private readonly nsSelected = new Map<string, Set<string>>();
+  /** Pods by namespace: a peer only ever looks at the pods of some namespaces. */
+  private readonly byNamespace = new Map<string, PodInfo[]>();
 
   constructor(
-    private readonly pods: PodInfo[],
+    pods: PodInfo[],
     private readonly nsLabels: Map<string, Record<string, string>>,
-  ) {}
+  ) {
+    for (const p of pods) {
+      const list = this.byNamespace.get(p.namespace) ?? [];
+      list.push(p);
+      this.byNamespace.set(p.namespace, list);
+    }
+  }
 
   /** The pods a pod/namespace peer stands for (ipBlock peers are addresses, not pods). */
   podsOf(peer: NetworkPolicyPeer, policyNamespace: string): PodInfo[] {
     const podSel = peer.podSelector ? compile(peer.podSelector) : undefined;
-    const namespaces = peer.namespaceSelector ? this.namespacesMatching(peer.namespaceSelector) : undefined;
-    return this.pods.filter((p) => {
-      if (namespaces ? !namespaces.has(p.namespace) : p.namespace !== policyNamespace) return false;
-      return podSel ? podSel.matches(p.labels) : true;
-    });
+    const namespaces = peer.namespaceSelector
+      ? [...this.namespacesMatching(peer.namespaceSelector)]
+      : [policyNamespace];
+    const out: PodInfo[] = [];
+    for (const ns of namespaces) {
+      for (const p of this.byNamespace.get(ns) ?? []) if (!podSel || podSel.matches(p.labels)) out.push(p);
+    }
+    return out;
   }
 
   private namespacesMatching(sel: LabelSelector): Set<string> {
