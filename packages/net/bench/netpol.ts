@@ -45,6 +45,7 @@ const percentile = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
+const progress = (msg: string) => process.stderr.write(`bench:netpol: ${msg}\n`);
 const fmt = (x: number) => `${x.toFixed(x < 10 ? 1 : 0)} ms`;
 
 async function main() {
@@ -121,6 +122,7 @@ async function main() {
       planTimes.push(performance.now() - t0);
     }
 
+    progress(`${PODS} pods and ${POLICIES} policies written; starting the agent`);
     const t0 = performance.now();
     agent = runNetworkPolicyAgent({
       client,
@@ -138,11 +140,14 @@ async function main() {
       for (;;) {
         const r = a.current();
         if (r && done(r)) return performance.now() - start;
+        if (performance.now() - start > 60_000)
+          throw new Error('a change did not reach the kernel within 60 s');
         await new Promise((res) => setTimeout(res, 1));
       }
     };
     const setText = (r: NetpolRuleset, name: string) => [...(r.sets.get(name)?.elements ?? [])].join(',');
 
+    progress(`rules in the kernel after ${fmt(cold)}; measuring changes`);
     const policyChange: number[] = [];
     for (let s = 0; s < SAMPLES; s++) {
       const k = (s * 37) % POLICIES;
@@ -153,7 +158,7 @@ async function main() {
       await client.patch(
         networkPoliciesResource,
         `np-${k}`,
-        { spec: { ingress: policy(k, (k + 1 + s) % 5).spec?.ingress } },
+        { spec: { ingress: policy(k, (k + 1) % 5).spec?.ingress } },
         { namespace: ns },
       );
       policyChange.push(await until(start, (r) => setText(r, set) !== before));

@@ -39,7 +39,7 @@ import {
   type Selector,
 } from '@kubit/api';
 import { hashAndTruncate } from '@kubit/proxy';
-import { cidrRange, ipRange, merge, type Range, rangeText, subtract } from './intervals.js';
+import { cidrRange, merge, type Range, rangeText, subtract } from './intervals.js';
 import { type NetpolRuleset, netpolTableName } from './ruleset.js';
 
 export interface NetpolNode {
@@ -58,6 +58,8 @@ const ESTABLISHED = 'ct state established,related accept';
 interface PodInfo {
   pod: Pod;
   ip: string;
+  /** The address as a number, parsed once: peers look at the same pods again and again. */
+  n: number;
   namespace: string;
   labels: Record<string, string>;
 }
@@ -69,11 +71,13 @@ function networkPods(pods: readonly Pod[]): PodInfo[] {
   const out: PodInfo[] = [];
   for (const pod of pods) {
     const ip = pod.status?.podIP;
-    if (!ip || parseIPv4(ip) === undefined || pod.spec?.hostNetwork) continue;
+    const n = ip ? parseIPv4(ip) : undefined;
+    if (!ip || n === undefined || pod.spec?.hostNetwork) continue;
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') continue;
     out.push({
       pod,
       ip,
+      n,
       namespace: pod.metadata?.namespace ?? 'default',
       labels: pod.metadata?.labels ?? {},
     });
@@ -93,8 +97,7 @@ function namespaceLabels(namespaces: readonly Namespace[]): Map<string, Record<s
 
 function isLocal(p: PodInfo, node: NetpolNode, localCidr: Range | undefined): boolean {
   if (p.pod.spec?.nodeName) return p.pod.spec.nodeName === node.name;
-  const n = parseIPv4(p.ip);
-  return localCidr !== undefined && n !== undefined && n >= localCidr[0] && n <= localCidr[1];
+  return localCidr !== undefined && p.n >= localCidr[0] && p.n <= localCidr[1];
 }
 
 function compile(sel: LabelSelector | undefined | null): Selector {
@@ -200,10 +203,7 @@ function planDirection(
         else {
           const matched = resolver.podsOf(peer, ns);
           peerPods.push(...matched);
-          for (const p of matched) {
-            const r = ipRange(p.ip);
-            if (r) ranges.push(r);
-          }
+          for (const p of matched) ranges.push([p.n, p.n]);
         }
       }
       rs.sets.set(setName, {
