@@ -124,6 +124,7 @@ function namedPort(pod: Pod, name: string, protocol: string): number | undefined
 
 class PeerResolver {
   private readonly nsSelected = new Map<string, Set<string>>();
+  private readonly peerSets = new Map<string, { pods: PodInfo[]; elements: Set<string> }>();
   /** Pods by namespace: a peer only ever looks at the pods of some namespaces. */
   private readonly byNamespace = new Map<string, PodInfo[]>();
 
@@ -147,6 +148,33 @@ class PeerResolver {
     const out: PodInfo[] = [];
     for (const ns of namespaces) {
       for (const p of this.byNamespace.get(ns) ?? []) if (!podSel || podSel.matches(p.labels)) out.push(p);
+    }
+    return out;
+  }
+
+  /**
+   * The addresses (and pods) a rule's peers stand for. Policies often repeat the
+   * same peers (allow from the namespace's clients, from monitoring): within one
+   * plan each distinct peer list is resolved once, and its element set shared
+   * (nobody changes a planned set).
+   */
+  peerSet(peers: NetworkPolicyPeer[], policyNamespace: string): { pods: PodInfo[]; elements: Set<string> } {
+    const key = `${policyNamespace}\u0000${JSON.stringify(peers)}`;
+    let out = this.peerSets.get(key);
+    if (!out) {
+      const ranges: Range[] = [];
+      const pods: PodInfo[] = [];
+      for (const peer of peers) {
+        if (peer.ipBlock) ranges.push(...ipBlockRanges(peer));
+        else {
+          for (const p of this.podsOf(peer, policyNamespace)) {
+            pods.push(p);
+            ranges.push([p.n, p.n]);
+          }
+        }
+      }
+      out = { pods, elements: new Set(merge(ranges).map(rangeText)) };
+      this.peerSets.set(key, out);
     }
     return out;
   }
@@ -196,21 +224,9 @@ function planDirection(
     let peerPods: PodInfo[] | undefined;
     if (peers.length > 0) {
       const setName = `${chain}-${i}`;
-      const ranges: Range[] = [];
-      peerPods = [];
-      for (const peer of peers) {
-        if (peer.ipBlock) ranges.push(...ipBlockRanges(peer));
-        else {
-          const matched = resolver.podsOf(peer, ns);
-          peerPods.push(...matched);
-          for (const p of matched) ranges.push([p.n, p.n]);
-        }
-      }
-      rs.sets.set(setName, {
-        type: 'ipv4_addr',
-        interval: true,
-        elements: new Set(merge(ranges).map(rangeText)),
-      });
+      const peerSet = resolver.peerSet(peers, ns);
+      peerPods = peerSet.pods;
+      rs.sets.set(setName, { type: 'ipv4_addr', interval: true, elements: peerSet.elements });
       peerMatch = `ip ${remote} @${setName} `;
     }
     const ports: NetworkPolicyPort[] = rule.ports ?? [];
