@@ -52,7 +52,7 @@ async function main() {
   const netns = `knpbench-${process.pid}`;
   execFileSync('ip', ['netns', 'add', netns]);
   const cp = await startControlPlane();
-  const log = createLogger({ name: 'bench-netpol', level: 'warn' });
+  const log = createLogger({ name: 'bench-netpol', level: process.env.BENCH_LOG_LEVEL ?? 'warn' });
   let agent: ReturnType<typeof runNetworkPolicyAgent> | undefined;
   try {
     const client = KubeClient.fromKubeconfig({ kubeconfig: cp.kubeconfigPath });

@@ -98,6 +98,7 @@ export function runNetworkPolicyAgent(o: NetworkPolicyAgentOptions): NetworkPoli
     const done = waiters;
     waiters = [];
     try {
+      const t0 = performance.now();
       const next = planPolicies(
         policies.store.list() as NetworkPolicy[],
         pods.store.list() as Pod[],
@@ -106,11 +107,18 @@ export function runNetworkPolicyAgent(o: NetworkPolicyAgentOptions): NetworkPoli
       );
       for (const s of next.skipped) log.warn(s, 'netpol: policy left out');
       if (readKernel) applied = await readNetpolTable(nft, next.table);
+      const t1 = performance.now();
       const script = netpolDiff(applied, next);
+      const t2 = performance.now();
       if (script) await nft.apply(script);
+      const times = {
+        planMs: Math.round(t1 - t0),
+        diffMs: Math.round(t2 - t1),
+        applyMs: Math.round(performance.now() - t2),
+      };
       if (script || readKernel)
         log.info(
-          { table: next.table, lines: script ? script.split('\n').length - 1 : 0, ...next.stats },
+          { table: next.table, lines: script ? script.split('\n').length - 1 : 0, ...next.stats, ...times },
           'netpol: rules in step',
         );
       applied = next;
