@@ -289,7 +289,7 @@ describe('NetworkPolicy enforcement with real traffic', () => {
     await expectReach('allow-b gone', [['b', 'a', 'tcp', 80, false]]);
   });
 
-  it('allows from one namespace', async () => {
+  it('allows from one namespace, and follows the namespace’s labels', async () => {
     await createPolicy('x', 'allow-y', {
       podSelector: { matchLabels: { app: 'a' } },
       ingress: [{ from: [{ namespaceSelector: { matchLabels: { team: 'y' } } }] }],
@@ -299,6 +299,11 @@ describe('NetworkPolicy enforcement with real traffic', () => {
       ['d', 'a', 'tcp', 80, false],
       ['b', 'a', 'tcp', 80, false],
     ]);
+    // The namespace's labels change: its pods' traffic follows.
+    await client.patch(resources.namespaces, 'z', { metadata: { labels: { team: 'y' } } });
+    await expectReach('ns z relabelled team=y', [['d', 'a', 'tcp', 80, true]]);
+    await client.patch(resources.namespaces, 'z', { metadata: { labels: { team: 'z' } } });
+    await expectReach('ns z labelled back', [['d', 'a', 'tcp', 80, false]]);
     await deletePolicy('x', 'allow-y');
   });
 
