@@ -554,6 +554,14 @@ export const kinds: readonly KindInfo[] = Object.freeze([
     subresources: ['status'],
   }),
   define({
+    group: 'scheduling.k8s.io',
+    version: 'v1',
+    kind: 'PriorityClass',
+    resource: 'priorityclasses',
+    namespaced: false,
+    shortNames: ['pc'],
+  }),
+  define({
     group: 'apiextensions.k8s.io',
     version: 'v1',
     kind: 'CustomResourceDefinition',

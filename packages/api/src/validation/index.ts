@@ -181,6 +181,8 @@ const validators: Record<string, KindValidator> = {
   // Their rules are the apiserver's (kinds/quota.ts), the only one that writes them.
   '/ResourceQuota': { name: nameIsDNSSubdomain, create: () => {} },
   '/LimitRange': { name: nameIsDNSSubdomain, create: () => {} },
+  // Its rules are the apiserver's (kinds/scheduling.ts), the only one that writes them.
+  'scheduling.k8s.io/PriorityClass': { name: nameIsDNSSubdomain, create: () => {} },
   // The webhooks' own rules are the apiserver's (kinds/admissionregistration.ts): only the apiserver calls them.
   'admissionregistration.k8s.io/ValidatingWebhookConfiguration': {
     name: nameIsDNSSubdomain,

@@ -31,6 +31,7 @@ import {
 import { pods } from './pods.js';
 import { poddisruptionbudgets } from './policy.js';
 import { limitranges, resourcequotas } from './quota.js';
+import { priorityclasses } from './scheduling.js';
 import { endpoints, endpointslices, serviceKind, services } from './services.js';
 import {
   csistoragecapacities,
@@ -131,6 +132,7 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     mutatingwebhookconfigurations,
     resourcequotas,
     limitranges,
+    priorityclasses,
   ];
 }
 
