@@ -76,7 +76,11 @@ export class SchedulingAlgorithm {
     }
 
     const feasible = this.findFeasible(fwk, state, pod, all, statuses, h);
-    if (feasible.length === 0) throw new FitError(pod.key, all.length, statuses, null);
+    if (feasible.length === 0) {
+      const fit = new FitError(pod.key, all.length, statuses, null);
+      fit.state = state;
+      throw fit;
+    }
     const evaluated = feasible.length + this.lastRejected;
     if (feasible.length === 1)
       return { nodeName: feasible[0].name, evaluatedNodes: evaluated, feasibleNodes: 1, state };
