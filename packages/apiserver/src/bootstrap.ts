@@ -83,6 +83,7 @@ export const bootstrapClusterRoles: KObject[] = [
     { nonResourceURLs: ['/healthz', '/livez', '/readyz', '/version', '/version/'], verbs: ['get'] },
   ]),
   clusterRole('system:basic-user', [
+    { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'], verbs: ['create'] },
     {
       apiGroups: ['authorization.k8s.io'],
       resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'],

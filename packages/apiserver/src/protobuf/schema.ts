@@ -71,6 +71,7 @@ const KINDS: Record<string, string> = {
   'authorization.k8s.io/v1/SelfSubjectRulesReview': 'k8s.io.api.authorization.v1.SelfSubjectRulesReview',
   'authentication.k8s.io/v1/TokenRequest': 'k8s.io.api.authentication.v1.TokenRequest',
   'authentication.k8s.io/v1/TokenReview': 'k8s.io.api.authentication.v1.TokenReview',
+  'authentication.k8s.io/v1/SelfSubjectReview': 'k8s.io.api.authentication.v1.SelfSubjectReview',
 };
 
 /** Every apiVersion/kind the decoder accepts (DeleteOptions aside), for tests and messages. */
