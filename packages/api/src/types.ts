@@ -554,6 +554,13 @@ export const kinds: readonly KindInfo[] = Object.freeze([
     subresources: ['status'],
   }),
   define({
+    group: '',
+    version: 'v1',
+    kind: 'PodTemplate',
+    resource: 'podtemplates',
+    namespaced: true,
+  }),
+  define({
     group: 'scheduling.k8s.io',
     version: 'v1',
     kind: 'PriorityClass',

@@ -51,6 +51,7 @@ import {
   validateObjectMetaUpdate,
 } from './meta.js';
 import { validateBindingTarget, validatePodSpec, validatePodSpecUpdate } from './pod.js';
+import { validatePodTemplate } from './pod-template.js';
 import { validatePodDisruptionBudget } from './policy.js';
 import {
   validateEndpointSlice,
@@ -181,6 +182,7 @@ const validators: Record<string, KindValidator> = {
   // Their rules are the apiserver's (kinds/quota.ts), the only one that writes them.
   '/ResourceQuota': { name: nameIsDNSSubdomain, create: () => {} },
   '/LimitRange': { name: nameIsDNSSubdomain, create: () => {} },
+  '/PodTemplate': { name: nameIsDNSSubdomain, create: validatePodTemplate },
   // Its rules are the apiserver's (kinds/scheduling.ts), the only one that writes them.
   'scheduling.k8s.io/PriorityClass': { name: nameIsDNSSubdomain, create: () => {} },
   // The webhooks' own rules are the apiserver's (kinds/admissionregistration.ts): only the apiserver calls them.

@@ -29,6 +29,7 @@ import {
   serviceaccounts,
 } from './core.js';
 import { pods } from './pods.js';
+import { podtemplates } from './podtemplates.js';
 import { poddisruptionbudgets } from './policy.js';
 import { limitranges, resourcequotas } from './quota.js';
 import { priorityclasses } from './scheduling.js';
@@ -133,6 +134,7 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     resourcequotas,
     limitranges,
     priorityclasses,
+    podtemplates,
   ];
 }
 
