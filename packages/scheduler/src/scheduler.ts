@@ -115,7 +115,7 @@ export class Scheduler {
   /** Bindings started and not yet settled, so tests and shutdown can wait for them. */
   private readonly pendingBindings = new Set<Promise<void>>();
   /** Pod key → the node a preemption made room on for it (status.nominatedNodeName). */
-  private readonly nominated = new Map<string, string>();
+  private readonly nominated = new Map<string, { node: string; info: PodInfo }>();
   private readonly disruptionBudgets: () => readonly DisruptionBudget[];
 
   constructor(opts: SchedulerOptions) {
@@ -142,7 +142,19 @@ export class Scheduler {
       random: opts.random,
       namespaceLabels: opts.namespaceLabels,
       volumes: opts.volumes,
+      nominatedOn: (node, pod) => this.nominatedOn(node, pod),
     });
+  }
+
+  /** The pods nominated to `node` that come before `pod` (at least its priority), or undefined. */
+  private nominatedOn(node: string, pod: PodInfo): PodInfo[] | undefined {
+    if (this.nominated.size === 0) return undefined;
+    let out: PodInfo[] | undefined;
+    for (const [key, n] of this.nominated) {
+      if (n.node !== node || key === pod.key || n.info.priority < pod.priority) continue;
+      (out ??= []).push(n.info);
+    }
+    return out;
   }
 
   /** Whether this scheduler is responsible for the pod (its schedulerName names one of our profiles). */
@@ -186,6 +198,7 @@ export class Scheduler {
     if (isAssigned(pod)) {
       const wasAssigned = isAssigned(oldPod);
       this.queue.delete(podKey(pod));
+      this.nominated.delete(podKey(pod));
       this.cache.updatePod(pod);
       if (!wasAssigned)
         this.queue.onEvent({ resource: 'Pod', action: ActionType.Add, label: 'AssignedPodAdd' });
@@ -407,7 +420,7 @@ export class Scheduler {
   /**
    * Preemption for a pod that fits nowhere: picks victims and a node, starts their
    * eviction and nominates the node for the pod. Undefined when the scheduler cannot
-   * preempt (no eviction API, a PreFilter rejection).
+   * preempt (no eviction API).
    */
   private postFilter(
     qp: QueuedPodInfo,
@@ -415,7 +428,7 @@ export class Scheduler {
     fwk: Framework,
   ): { kind: 'preempt'; node: string } | { kind: 'none'; message: string } | undefined {
     const evict = this.api.preemptVictim?.bind(this.api);
-    if (!evict || !fit.state) return undefined;
+    if (!evict || fit.numAllNodes === 0) return undefined;
     const snapshot = this.cache.snapshot();
     const outcome = preempt({
       fwk,
@@ -425,11 +438,11 @@ export class Scheduler {
       fit,
       state: fit.state,
       budgets: this.disruptionBudgets(),
-      nominatedNode: this.nominated.get(qp.info.key),
+      nominatedNode: this.nominated.get(qp.info.key)?.node,
     });
     if (outcome.kind === 'none') return outcome;
     const { node, victims } = outcome.candidate;
-    this.nominated.set(qp.info.key, node);
+    this.nominated.set(qp.info.key, { node, info: qp.info });
     this.log.info(
       { pod: qp.info.key, node, victims: victims.map((v) => v.key) },
       'preempting lower-priority pods',

@@ -293,8 +293,16 @@ describe('the PostFilter in the scheduler', () => {
     s.onPodUpdate(low, { ...low, metadata: { ...low.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } });
     await run();
     assert.equal(api.preempted.length, 1);
-    // The victim's delete wakes the preemptor, which now fits.
+    // The victim's delete wakes the preemptor (into its backoff). A lower-priority pod
+    // tried meanwhile would fit in the freed room, but the room is the nominated pod's.
     s.onPodDelete(low);
+    s.onPodAdd(pod('sneaky', { cpu: '1', priority: 50 }));
+    await run();
+    assert.equal(api.bindings.has('default/sneaky'), false);
+    assert.match(
+      String(api.conditions.get('default/sneaky')?.message),
+      /^0\/2 nodes are available: 1 Insufficient cpu/,
+    );
     afterBackoff();
     await run();
     assert.equal(api.bindings.get('default/high'), 'full');

@@ -8,7 +8,7 @@ import type { FitError } from '../fit-error.js';
 import { formatFitError } from '../fit-error.js';
 import type { Framework, PluginStatus } from '../framework/framework.js';
 import { type CycleState, type Handle, unresolvable, unschedulable } from '../framework/types.js';
-import { NodeInfo } from '../node-info.js';
+import { nodeInfoWith } from '../node-info.js';
 import type { PodInfo } from '../pod-info.js';
 import { type DisruptionBudget, type NodeVictims, pickNode, selectVictimsOnNode } from './victims.js';
 
@@ -25,7 +25,8 @@ export interface PreemptionContext {
   handle: Handle;
   pod: PodInfo;
   fit: FitError;
-  state: CycleState;
+  /** The failed cycle's state; null when a PreFilter rejected the pod (no node can then help). */
+  state: CycleState | null;
   budgets: readonly DisruptionBudget[];
   /** The node this pod was nominated to by an earlier preemption, if any. */
   nominatedNode?: string;
@@ -33,14 +34,6 @@ export interface PreemptionContext {
 
 const NO_VICTIMS = 'No preemption victims found for incoming pod';
 const NOT_HELPFUL = 'Preemption is not helpful for scheduling';
-
-/** A copy of a node's NodeInfo without some of its pods, for the filters to judge. */
-function without(ni: NodeInfo, keys: ReadonlySet<string>): NodeInfo {
-  const copy = new NodeInfo(ni.name);
-  if (ni.node) copy.setNode(ni.node);
-  for (const p of ni.pods.values()) if (!keys.has(p.key)) copy.addPod(p);
-  return copy;
-}
 
 /**
  * Kubernetes' PodEligibleToPreemptOthers: a pod with preemptionPolicy Never does not
@@ -64,15 +57,16 @@ export function preempt(ctx: PreemptionContext): PreemptionOutcome {
   if (why) return { kind: 'none', message: `preemption: ${why}` };
   const statuses = new Map<string, PluginStatus>();
   const candidates: NodeVictims[] = [];
+  const state = ctx.state;
   for (const [name, rejected] of ctx.fit.nodeStatuses) {
     const ni = ctx.snapshot.get(name);
-    // A node that no removal can fix (a taint, a selector) is not looked at.
-    if (!ni || rejected.status.code !== 'Unschedulable') {
+    // A node that no removal can fix (a taint, a selector, a PreFilter's verdict) is not looked at.
+    if (!ni || !state || rejected.status.code !== 'Unschedulable') {
       statuses.set(name, { plugin: PLUGIN_NAME, status: unresolvable(NOT_HELPFUL) });
       continue;
     }
     const fits = (keys: ReadonlySet<string>) =>
-      ctx.fwk.runFilterIndexed(ctx.state, ctx.pod, without(ni, keys), ctx.handle) < 0;
+      ctx.fwk.runFilterIndexed(state, ctx.pod, nodeInfoWith(ni, keys), ctx.handle) < 0;
     const c = selectVictimsOnNode(name, ctx.pod, [...ni.pods.values()], ctx.budgets, fits);
     if (c) candidates.push(c);
     else statuses.set(name, { plugin: PLUGIN_NAME, status: unschedulable(NO_VICTIMS) });
