@@ -149,12 +149,12 @@ export class Scheduler {
   /** The pods nominated to `node` that come before `pod` (at least its priority), or undefined. */
   private nominatedOn(node: string, pod: PodInfo): PodInfo[] | undefined {
     if (this.nominated.size === 0) return undefined;
-    let out: PodInfo[] | undefined;
+    const out: PodInfo[] = [];
     for (const [key, n] of this.nominated) {
       if (n.node !== node || key === pod.key || n.info.priority < pod.priority) continue;
-      (out ??= []).push(n.info);
+      out.push(n.info);
     }
-    return out;
+    return out.length > 0 ? out : undefined;
   }
 
   /** Whether this scheduler is responsible for the pod (its schedulerName names one of our profiles). */

@@ -81,7 +81,7 @@ export class PriorityAdmission {
     if (!isPriorityClasses(a.def) || a.subresource) return;
     if (a.operation !== 'CREATE' && a.operation !== 'UPDATE') return;
     const pc = a.object;
-    if (!pc || pc.globalDefault !== true) return;
+    if (pc?.globalDefault !== true) return;
     const dpc = defaultPriorityClass(this.classes.objects.values());
     if (!dpc) return;
     const name = str(meta(pc).name);
