@@ -155,6 +155,40 @@ describe('impersonation', () => {
       sa.stderr,
       /serviceaccounts "builder" is forbidden: User "bob" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "default"/,
     );
+    // Extras and a uid are parts of their own, in authentication.k8s.io.
+    const bobApi = admin.as({ token: 'bob-token' });
+    const extra = await bobApi.post(
+      '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      { 'Impersonate-User': 'alice', 'Impersonate-Extra-Scopes': 'view' },
+    );
+    assert.equal(extra.status, 403, extra.text);
+    assert.equal(
+      extra.body.message,
+      'userextras.authentication.k8s.io "view" is forbidden: User "bob" cannot impersonate resource "userextras/scopes" in API group "authentication.k8s.io" at the cluster scope',
+    );
+    const uid = await bobApi.post(
+      '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      {},
+      { 'Impersonate-User': 'alice', 'Impersonate-Uid': '42' },
+    );
+    assert.equal(uid.status, 403, uid.text);
+    assert.match(
+      uid.body.message,
+      /^uids\.authentication\.k8s\.io "42" is forbidden: User "bob" cannot impersonate resource "uids"/,
+    );
+    bobApi.close();
+    const asAdmin = await admin.post(
+      '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      {},
+      {
+        'Impersonate-User': 'alice',
+        'Impersonate-Extra-Scopes': 'view',
+        'Impersonate-Extra-Reason%2fwhy': 'audit',
+      },
+    );
+    assert.equal(asAdmin.status, 201, asAdmin.text);
+    assert.deepEqual(asAdmin.body.status.userInfo.extra, { scopes: ['view'], 'reason/why': ['audit'] });
     // Groups without a user: refused, as Kubernetes refuses them.
     const headless = await admin.get('/api/v1/namespaces/default/pods', { 'Impersonate-Group': 'devs' });
     assert.equal(headless.status, 500, headless.text);

@@ -53,6 +53,14 @@ describe('PriorityClass', () => {
     assert.equal(node.body.preemptionPolicy, 'PreemptLowerPriority');
     const cluster = await api.get(`${PCS}/system-cluster-critical`);
     assert.equal(cluster.body.value, 2000000000);
+    const del = await kubectl(cp, ['delete', 'priorityclass', 'system-cluster-critical'], {
+      allowFail: true,
+    });
+    assert.match(
+      del.stderr,
+      /priorityclasses\.scheduling\.k8s\.io "system-cluster-critical" is forbidden: this is a system priority class and cannot be deleted/,
+    );
+    assert.equal((await api.get(`${PCS}/system-cluster-critical`)).status, 200);
     await kubectl(cp, ['create', 'priorityclass', 'high', '--value=1000', '--description=high pods']);
     const out = await kubectl(cp, ['get', 'priorityclass']);
     const lines = out.stdout.trim().split('\n');

@@ -3,7 +3,7 @@
 // 1e9, the `system-` prefix reserved for the built-in classes, value and
 // preemptionPolicy immutable); the one-global-default rule and the pods' side are the
 // Priority admission plugin (admission/priority.ts); the built-in classes are bootstrapped.
-import { type FieldError, fieldErrors } from '@kubit/api';
+import { type FieldError, fieldErrors, forbiddenWithMessage } from '@kubit/api';
 import { objectMeta, S } from '../model/schema.js';
 import type { KObject } from '../storage.js';
 import { age } from '../table.js';
@@ -123,6 +123,18 @@ export const priorityclasses: KindDef = {
   },
   validate: validatePriorityClass,
   validateUpdate: validatePriorityClassUpdate,
+  deletion: {
+    // Kubernetes' PriorityClass storage refuses to delete the built-in classes.
+    admit(name) {
+      if (SYSTEM_PRIORITY_CLASSES.some((c) => c.name === name)) {
+        throw forbiddenWithMessage(
+          { group: 'scheduling.k8s.io', resource: 'priorityclasses' },
+          name,
+          'this is a system priority class and cannot be deleted',
+        );
+      }
+    },
+  },
   table: {
     columns: [
       { name: 'Value', type: 'integer', description: 'The value of this priority class.', priority: 0 },
