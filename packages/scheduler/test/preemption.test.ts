@@ -272,7 +272,7 @@ describe('the PostFilter in the scheduler', () => {
       await s.waitForBindings();
     };
     const afterBackoff = () => {
-      t += 1000;
+      t += 10_000;
       s.queue.flushBackoffCompleted();
     };
     return { api, s, run, afterBackoff };
@@ -289,10 +289,17 @@ describe('the PostFilter in the scheduler', () => {
     assert.deepEqual(api.preempted, [{ victim: 'low', preemptor: 'high', node: 'full' }]);
     assert.equal(api.nominations.get('default/high'), 'full');
     assert.equal(api.bindings.has('default/high'), false);
-    // The preemptor tried again while its victim is still there: it waits for it.
+    // Tried again while its victim is still terminating (a new node wakes it), the
+    // preemptor waits for it rather than preempting again.
     s.onPodUpdate(low, { ...low, metadata: { ...low.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } });
+    s.onNodeAdd(node('tiny', { cpu: '100m' }));
+    afterBackoff();
     await run();
     assert.equal(api.preempted.length, 1);
+    assert.match(
+      String(api.conditions.get('default/high')?.message),
+      / preemption: not eligible due to a terminating pod on the nominated node\.$/,
+    );
     // The victim's delete wakes the preemptor (into its backoff). A lower-priority pod
     // tried meanwhile would fit in the freed room, but the room is the nominated pod's.
     s.onPodDelete(low);
@@ -301,7 +308,7 @@ describe('the PostFilter in the scheduler', () => {
     assert.equal(api.bindings.has('default/sneaky'), false);
     assert.match(
       String(api.conditions.get('default/sneaky')?.message),
-      /^0\/2 nodes are available: 1 Insufficient cpu/,
+      /^0\/3 nodes are available: 1 node\(s\) had untolerated taint \{k: \}, 2 Insufficient cpu\./,
     );
     afterBackoff();
     await run();
