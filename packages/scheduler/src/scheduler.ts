@@ -429,6 +429,7 @@ export class Scheduler {
   ): { kind: 'preempt'; node: string } | { kind: 'none'; message: string } | undefined {
     const evict = this.api.preemptVictim?.bind(this.api);
     if (!evict || fit.numAllNodes === 0) return undefined;
+    this.metrics.preemptionAttempt();
     const snapshot = this.cache.snapshot();
     const outcome = preempt({
       fwk,
@@ -442,6 +443,7 @@ export class Scheduler {
     });
     if (outcome.kind === 'none') return outcome;
     const { node, victims } = outcome.candidate;
+    this.metrics.preempted(victims.length);
     this.nominated.set(qp.info.key, { node, info: qp.info });
     this.log.info(
       { pod: qp.info.key, node, victims: victims.map((v) => v.key) },
