@@ -444,6 +444,11 @@ export class Scheduler {
     if (outcome.kind === 'none') return outcome;
     const { node, victims } = outcome.candidate;
     this.metrics.preempted(victims.length);
+    // Lower-priority pods nominated to this node may no longer fit there: they lose the
+    // nomination and look again, as Kubernetes' preemption clears theirs.
+    for (const [key, n] of this.nominated) {
+      if (n.node === node && n.info.priority < qp.info.priority) this.nominated.delete(key);
+    }
     this.nominated.set(qp.info.key, { node, info: qp.info });
     this.log.info(
       { pod: qp.info.key, node, victims: victims.map((v) => v.key) },
