@@ -129,6 +129,16 @@ runBench(async (cleanup) => {
     }
   }
   for (let i = 0; i < 20; i++) await create.configmap('default', `warm-${i}`);
+  // The rules do run: a widget that breaks one is refused, or the numbers would mean nothing.
+  const refused = await client
+    .create(WIDGETS, { ...widget('too-big'), spec: { size: 500, owner: 'team-bench' } } as never, {
+      namespace: 'default',
+    })
+    .then(
+      () => false,
+      (err: Error) => /size must not exceed maxSize/.test(err.message),
+    );
+  if (!refused) throw new Error('a widget breaking a CEL rule was not refused: the schema is not applied');
 
   progress(`${flags.creates} creates of each, one at a time, interleaved`);
   const latency = { widget: [] as number[], configmap: [] as number[] };
