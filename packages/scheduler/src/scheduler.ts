@@ -173,6 +173,9 @@ export class Scheduler {
     } else if (this.responsibleFor(pod)) {
       const info = this.podInfo(pod);
       if (info) this.queue.add(info);
+      // A nomination from before a restart (or another replica) still holds its node's room.
+      const node = pod.status?.nominatedNodeName;
+      if (info && node) this.nominated.set(info.key, { node, info });
     }
   }
 
