@@ -16,7 +16,7 @@ import {
 import { Scheduler } from '../src/scheduler.js';
 import type { Pod, PodCondition } from '../src/types.js';
 import { FakeApi } from './fake-api.js';
-import { node, onNode, pod } from './fixtures.js';
+import { antiAffinityByHostname, node, onNode, pod } from './fixtures.js';
 
 interface P {
   name: string;
@@ -313,6 +313,23 @@ describe('the PostFilter in the scheduler', () => {
     afterBackoff();
     await run();
     assert.equal(api.bindings.get('default/high'), 'full');
+  });
+
+  it('preempts the pods its anti-affinity, or theirs, keeps it from', async () => {
+    const { api, s, run } = setup();
+    // The incoming pod's anti-affinity toward app=low, then a pod whose own anti-affinity repels app=vip.
+    s.onPodAdd(onNode(pod('low', { cpu: '100m', priority: 1 }, { labels: { app: 'low' } }), 'full'));
+    s.onPodAdd(pod('picky', { cpu: '100m', priority: 100, affinity: antiAffinityByHostname('low') }));
+    await run();
+    assert.deepEqual(api.preempted, [{ victim: 'low', preemptor: 'picky', node: 'full' }]);
+    const { api: api2, s: s2, run: run2 } = setup();
+    s2.onPodAdd(
+      onNode(pod('grumpy', { cpu: '100m', priority: 1, affinity: antiAffinityByHostname('vip') }), 'full'),
+    );
+    s2.onPodAdd(onNode(pod('friend', { cpu: '100m', priority: 1 }), 'full'));
+    s2.onPodAdd(pod('vip', { cpu: '100m', priority: 100 }, { labels: { app: 'vip' } }));
+    await run2();
+    assert.deepEqual(api2.preempted, [{ victim: 'grumpy', preemptor: 'vip', node: 'full' }]);
   });
 
   it('does not preempt for a pod whose policy is Never, nor for a node no eviction can fix', async () => {

@@ -65,8 +65,15 @@ export function preempt(ctx: PreemptionContext): PreemptionOutcome {
       statuses.set(name, { plugin: PLUGIN_NAME, status: unresolvable(NOT_HELPFUL) });
       continue;
     }
-    const fits = (keys: ReadonlySet<string>) =>
-      ctx.fwk.runFilterIndexed(state, ctx.pod, nodeInfoWith(ni, keys), ctx.handle) < 0;
+    const fits = (keys: ReadonlySet<string>) => {
+      // PreFilter's counts (inter-pod affinity) forget the removed pods too.
+      const without = state.clone();
+      for (const k of keys) {
+        const victim = ni.pods.get(k);
+        if (victim) ctx.fwk.runRemovePod(without, ctx.pod, victim, ni, ctx.handle);
+      }
+      return ctx.fwk.runFilterIndexed(without, ctx.pod, nodeInfoWith(ni, keys), ctx.handle) < 0;
+    };
     const c = selectVictimsOnNode(name, ctx.pod, [...ni.pods.values()], ctx.budgets, fits);
     if (c) candidates.push(c);
     else statuses.set(name, { plugin: PLUGIN_NAME, status: unschedulable(NO_VICTIMS) });
