@@ -332,6 +332,29 @@ describe('the PostFilter in the scheduler', () => {
     assert.deepEqual(api2.preempted, [{ victim: 'grumpy', preemptor: 'vip', node: 'full' }]);
   });
 
+  it('preempts the pods that break its topology spread', async () => {
+    const api = new PreemptingApi();
+    const s = new Scheduler({ api, frameworks: [buildFramework()], random: () => 0.5 });
+    s.onNodeAdd(node('a', { cpu: '4' }));
+    s.onNodeAdd(node('b', { cpu: '1' }));
+    const web = { labels: { app: 'web' } };
+    s.onPodAdd(onNode(pod('web-1', { cpu: '100m', priority: 1 }, web), 'a'));
+    s.onPodAdd(onNode(pod('web-2', { cpu: '100m', priority: 1 }, web), 'a'));
+    s.onPodAdd(onNode(pod('boss', { cpu: '1', priority: 1000 }), 'b'));
+    const spread = [
+      {
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'DoNotSchedule' as const,
+        labelSelector: { matchLabels: { app: 'web' } },
+      },
+    ];
+    s.onPodAdd(pod('web-new', { cpu: '100m', priority: 100, topologySpreadConstraints: spread }, web));
+    s.drainActive();
+    await s.waitForBindings();
+    assert.deepEqual(api.preempted.map((p) => p.victim).sort(), ['web-1', 'web-2']);
+  });
+
   it('does not preempt for a pod whose policy is Never, nor for a node no eviction can fix', async () => {
     const { api, s, run } = setup();
     s.onPodAdd(onNode(pod('low', { cpu: '2', priority: 1 }), 'full'));
