@@ -146,6 +146,12 @@ function defaultTemplate(spec: Obj): void {
   if (podSpec) defaultPodSpec(podSpec);
 }
 
+/** A PodTemplate's template gets a pod spec's defaults, as the templates of workloads do. */
+export function defaultPodTemplate(pt: Obj): Obj {
+  defaultTemplate(pt);
+  return pt;
+}
+
 export function defaultReplicaSet(rs: Obj): Obj {
   const spec = child(rs, 'spec');
   if (!spec) return rs;
@@ -435,6 +441,7 @@ const DEFAULTERS: Record<string, (o: Obj) => Obj> = {
   'v1/Namespace': defaultNamespace,
   'v1/Secret': defaultSecret,
   'v1/ReplicationController': defaultReplicationController,
+  'v1/PodTemplate': defaultPodTemplate,
   'apps/v1/ReplicaSet': defaultReplicaSet,
   'apps/v1/Deployment': defaultDeployment,
   'apps/v1/DaemonSet': defaultDaemonSet,

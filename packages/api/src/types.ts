@@ -572,6 +572,21 @@ export const kinds: readonly KindInfo[] = Object.freeze([
     shortNames: ['netpol'],
   }),
   define({
+    group: '',
+    version: 'v1',
+    kind: 'PodTemplate',
+    resource: 'podtemplates',
+    namespaced: true,
+  }),
+  define({
+    group: 'scheduling.k8s.io',
+    version: 'v1',
+    kind: 'PriorityClass',
+    resource: 'priorityclasses',
+    namespaced: false,
+    shortNames: ['pc'],
+  }),
+  define({
     group: 'apiextensions.k8s.io',
     version: 'v1',
     kind: 'CustomResourceDefinition',

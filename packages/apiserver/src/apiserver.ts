@@ -8,6 +8,7 @@ import type { Logger } from '@kubit/daemon';
 import { Counter, Histogram, type Registry, StartupError } from '@kubit/daemon';
 import type { FastifyInstance } from 'fastify';
 import { limitRangerAdmission } from './admission/limitranger.js';
+import { PriorityAdmission } from './admission/priority.js';
 import { QuotaAdmission } from './admission/quota.js';
 import { WebhookAdmission } from './admission/webhooks.js';
 import { Authenticator, loadTokenFile, type UserInfo } from './authn.js';
@@ -286,6 +287,7 @@ export async function startApiServer(
   const storage = storageAdmission(caches.get('storageclasses')!, store);
   const webhooks = new WebhookAdmission(kinds, caches, log, store, registry);
   const quota = new QuotaAdmission(kinds, caches.get('resourcequotas')!, store);
+  const priority = new PriorityAdmission(caches.get('priorityclasses')!);
   const app = createServer({
     store,
     kinds,
@@ -297,12 +299,14 @@ export async function startApiServer(
       storage.create,
       // LimitRanger sets defaults: ResourceQuota (validating, last) counts them.
       limitRangerAdmission(caches.get('limitranges')!),
+      priority.admitCreate,
     ],
     updateAdmission: [storage.update],
-    // Validating webhooks, then ResourceQuota, as Kubernetes orders its validating plugins.
+    // Priority, validating webhooks, then ResourceQuota, as Kubernetes orders its validating plugins.
     webhooks: {
       mutate: (a) => webhooks.mutate(a),
       validate: async (a) => {
+        await priority.validate(a);
         await webhooks.validate(a);
         await quota.validate(a);
       },

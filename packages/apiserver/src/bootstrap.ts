@@ -1,6 +1,7 @@
 // What exists from the first start: the system namespaces, the bootstrap RBAC
 // policy (cluster-admin for system:masters, roles for the scheduler, the controller
-// manager and nodes, discovery for everyone authenticated) and the two storage classes.
+// manager and nodes, discovery for everyone authenticated), the two storage classes and
+// the built-in priority classes (system-node-critical, system-cluster-critical).
 // Roles and bindings marked autoupdate get this version's rules on every start.
 // Other objects that exist are left alone, so an operator's edits survive restarts.
 
@@ -14,6 +15,7 @@ import {
 } from '@kubit/api';
 import type { Logger } from '@kubit/daemon';
 import { SYSTEM_NAMESPACES } from './admission.js';
+import { systemPriorityClassObjects } from './kinds/scheduling.js';
 import { nowRfc3339 } from './objects.js';
 import type { KObject, Store } from './storage.js';
 
@@ -81,6 +83,7 @@ export const bootstrapClusterRoles: KObject[] = [
     { nonResourceURLs: ['/healthz', '/livez', '/readyz', '/version', '/version/'], verbs: ['get'] },
   ]),
   clusterRole('system:basic-user', [
+    { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'], verbs: ['create'] },
     {
       apiGroups: ['authorization.k8s.io'],
       resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'],
@@ -99,6 +102,8 @@ export const bootstrapClusterRoles: KObject[] = [
     { apiGroups: [''], resources: ['nodes', 'namespaces'], verbs: READ },
     { apiGroups: [''], resources: ['pods'], verbs: [...READ, 'delete'] },
     { apiGroups: [''], resources: ['bindings', 'pods/binding'], verbs: ['create'] },
+    // Preemption weighs victims against their PodDisruptionBudgets.
+    { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: READ },
     { apiGroups: [''], resources: ['pods/status'], verbs: ['patch', 'update'] },
     // Volume binding: the selected node is written on a WaitForFirstConsumer claim, and a
     // static volume chosen for one is pre-bound to it (claimRef).
@@ -472,6 +477,8 @@ export async function bootstrap(store: Store, log: Logger): Promise<void> {
   for (const b of bootstrapRoleBindings) await ensure(`/registry/rolebindings/${nsKey(b)}`, b, 'subjects');
   for (const sc of bootstrapStorageClasses)
     await ensure(`/registry/storageclasses/${String(sc.metadata?.name)}`, sc);
+  for (const pc of systemPriorityClassObjects())
+    await ensure(`/registry/priorityclasses/${String(pc.metadata?.name)}`, pc);
   if (created.length > 0) log.info({ created }, 'bootstrap objects created');
   if (updated.length > 0) log.info({ updated }, 'bootstrap policy reconciled');
 }

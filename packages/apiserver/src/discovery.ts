@@ -38,6 +38,13 @@ const REVIEW_RESOURCES = [
     kind: 'TokenReview',
     singular: 'tokenreview',
   },
+  {
+    group: 'authentication.k8s.io',
+    version: 'v1',
+    resource: 'selfsubjectreviews',
+    kind: 'SelfSubjectReview',
+    singular: 'selfsubjectreview',
+  },
 ];
 
 function subresourceKind(

@@ -13,6 +13,7 @@ import { serveGroupVersion } from './nonresource.js';
 import { failResponse } from './reply.js';
 import type { ResourceRequest } from './request.js';
 import type { Ctx, Rest } from './rest.js';
+import { serveSelfSubjectReview } from './self-subject-review.js';
 import { serveTokenReview, type TokenReviewer } from './token-review.js';
 import { serveWatch, type WatchOptions } from './watch.js';
 
@@ -58,7 +59,10 @@ export async function serveResource(
     return out.json(r.code, r.body);
   }
   if (info.group === 'authentication.k8s.io' && info.version === 'v1') {
-    const r = await serveTokenReview(info, ctx, s.tokenReviewer);
+    const r =
+      info.resource === 'selfsubjectreviews'
+        ? serveSelfSubjectReview(info, ctx)
+        : await serveTokenReview(info, ctx, s.tokenReviewer);
     return out.json(r.code, r.body);
   }
   const def = info.def;

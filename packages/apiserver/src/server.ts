@@ -20,6 +20,7 @@ import type { Authenticator } from './authn.js';
 import { type Authorizer, authorizeRequest, type RbacAuthorizer } from './authz.js';
 import { Discovery } from './discovery.js';
 import { etagOf, matchesEtag } from './etag.js';
+import { impersonate } from './impersonation.js';
 import type { KindRegistry } from './kinds/index.js';
 import type { RawExchange } from './kinds/types.js';
 import type { KubeletClientTls } from './logs.js';
@@ -131,7 +132,10 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   registerStreaming(app.server as unknown as HttpServer, {
     store: deps.store,
     kubeletTls: deps.kubeletTls,
-    authenticate: (req) => deps.authn.authenticate(req),
+    authenticate: async (req) => {
+      const user = await deps.authn.authenticate(req);
+      return user && impersonate(user, req.headers, deps.authz);
+    },
     authorize: (user, info) => authorizeRequest(deps.authz, user, info),
     parse: (method, path, query) => parseRequestInfo(method, path, query, deps.kinds),
     serving: deps.serving,
@@ -157,8 +161,10 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {
     const meta = metrics.meta(req.raw)!;
     const path = requestPath(req.url);
-    const user = await deps.authn.authenticate(req.raw);
-    if (!user) throw unauthorized();
+    const authenticated = await deps.authn.authenticate(req.raw);
+    if (!authenticated) throw unauthorized();
+    // Impersonation headers: from here on the request is the impersonated user's.
+    const user = impersonate(authenticated, req.headers, deps.authz);
     meta.user = user.name;
     if (!deps.serving()) {
       reply.header('Retry-After', '1');

@@ -127,6 +127,7 @@ function messageOf(apiVersionKind: string): string {
       'discovery.k8s.io': 'k8s.io.api.discovery.v1',
       'authorization.k8s.io': 'k8s.io.api.authorization.v1',
       'authentication.k8s.io': 'k8s.io.api.authentication.v1',
+      'scheduling.k8s.io': 'k8s.io.api.scheduling.v1',
     }[apiVersionKind.split('/')[0]]! + `.${kind}`,
   );
   return t.fullName.slice(1);

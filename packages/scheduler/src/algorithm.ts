@@ -5,7 +5,7 @@ import type { Snapshot } from './cache.js';
 import { FitError } from './fit-error.js';
 import type { Framework, PluginStatus } from './framework/framework.js';
 import { CycleState, type Handle, type Status } from './framework/types.js';
-import type { NodeInfo } from './node-info.js';
+import { type NodeInfo, nodeInfoWith } from './node-info.js';
 import type { NamespaceLabels, PodInfo } from './pod-info.js';
 import type { VolumeAccess } from './volumes.js';
 
@@ -41,15 +41,25 @@ export interface AlgorithmOptions {
   random?: () => number;
   namespaceLabels?: NamespaceLabels;
   volumes?: VolumeAccess;
+  /**
+   * Pods a preemption nominated to a node that must fit there before `pod` does (those
+   * of at least its priority, itself aside), as Kubernetes' filters count them;
+   * undefined when there are none, which is the common case and costs one lookup.
+   */
+  nominatedOn?: (node: string, pod: PodInfo) => readonly PodInfo[] | undefined;
 }
+
+const NO_PODS: ReadonlySet<string> = new Set();
 
 export class SchedulingAlgorithm {
   private nextStartNodeIndex = 0;
   private readonly random: () => number;
   private readonly namespaceLabels: NamespaceLabels | undefined;
   private readonly volumes: VolumeAccess | undefined;
+  private readonly nominatedOn: AlgorithmOptions['nominatedOn'];
 
   constructor(opts: AlgorithmOptions = {}) {
+    this.nominatedOn = opts.nominatedOn;
     this.random = opts.random ?? Math.random;
     this.namespaceLabels = opts.namespaceLabels;
     this.volumes = opts.volumes;
@@ -76,7 +86,11 @@ export class SchedulingAlgorithm {
     }
 
     const feasible = this.findFeasible(fwk, state, pod, all, statuses, h);
-    if (feasible.length === 0) throw new FitError(pod.key, all.length, statuses, null);
+    if (feasible.length === 0) {
+      const fit = new FitError(pod.key, all.length, statuses, null);
+      fit.state = state;
+      throw fit;
+    }
     const evaluated = feasible.length + this.lastRejected;
     if (feasible.length === 1)
       return { nodeName: feasible[0].name, evaluatedNodes: evaluated, feasibleNodes: 1, state };
@@ -126,6 +140,18 @@ export class SchedulingAlgorithm {
         if (status !== null) {
           by = active[k];
           break;
+        }
+      }
+      const nominated = status === null ? this.nominatedOn?.(node.name, pod) : undefined;
+      if (nominated) {
+        // The node must also take the pods nominated to it: judge a copy holding them.
+        const withNominated = nodeInfoWith(node, NO_PODS, nominated);
+        for (let k = 0; k < active.length; k++) {
+          status = plugins[active[k]].filter(state, pod, withNominated, h);
+          if (status !== null) {
+            by = active[k];
+            break;
+          }
         }
       }
       if (status === null) {

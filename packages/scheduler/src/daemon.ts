@@ -10,6 +10,7 @@ import {
   KubeClient,
   LeaderElector,
   loadClientConfig,
+  type ResourceRef,
   resources,
   SharedInformerFactory,
 } from '@kubit/client';
@@ -34,8 +35,9 @@ import { ActionType, type EventResource } from './framework/types.js';
 import { KubeSchedulerApi } from './kube-api.js';
 import { createSchedulerMetrics } from './metrics.js';
 import { podKey } from './pod-info.js';
+import type { DisruptionBudget } from './preemption/victims.js';
 import { Scheduler } from './scheduler.js';
-import type { Node, Pod } from './types.js';
+import type { Node, Pod, PodDisruptionBudget } from './types.js';
 import { InformerVolumeAccess } from './volume-access.js';
 
 /** Bindings the scheduler keeps in flight (the loop waits for a slot beyond this). */
@@ -142,6 +144,24 @@ function schedulerClients(o: DaemonOptions): SchedulerClients {
   }
 }
 
+const PDB_RESOURCE: ResourceRef = {
+  group: 'policy',
+  version: 'v1',
+  resource: 'poddisruptionbudgets',
+  kind: 'PodDisruptionBudget',
+  namespaced: true,
+};
+
+/** What preemption reads of a budget. */
+function disruptionBudgetOf(pdb: PodDisruptionBudget): DisruptionBudget {
+  return {
+    namespace: pdb.metadata?.namespace ?? 'default',
+    selector: pdb.spec?.selector,
+    disruptionsAllowed: pdb.status?.disruptionsAllowed ?? 0,
+    disruptedPods: new Set(Object.keys(pdb.status?.disruptedPods ?? {})),
+  };
+}
+
 /** The scheduler, fed by informers, with its event writers. Nothing runs yet. */
 interface WiredScheduler {
   scheduler: Scheduler;
@@ -173,6 +193,8 @@ function wireScheduler(
   const nsInformer = factory.forResource(resources.namespaces);
   // Claims, volumes, classes and capacities, for VolumeBinding.
   const volumes = new InformerVolumeAccess(factory, client);
+  // PodDisruptionBudgets, which preemption tries not to break.
+  const pdbInformer = factory.forResource<PodDisruptionBudget>(PDB_RESOURCE);
   const eventsDropped = new Counter({
     name: 'scheduler_events_dropped_total',
     help: 'Scheduled events not written because the event queue was full (events are best effort).',
@@ -208,6 +230,7 @@ function wireScheduler(
     namespaceLabels: (ns) => nsInformer.store.get(ns)?.metadata?.labels,
     maxInFlightBindings: BINDINGS_IN_FLIGHT,
     volumes,
+    disruptionBudgets: () => pdbInformer.store.list().map(disruptionBudgetOf),
   });
   const s = scheduler;
   wakeOnVolumeEvents(s, volumes);

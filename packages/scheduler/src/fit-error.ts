@@ -4,9 +4,10 @@
 // strings are sorted as plain strings (so "1 …" sorts before "2 …"), joined with ", ".
 // A PreFilter rejection applies to every node and is printed once instead.
 //
-// Kubernetes appends its preemption plugin's verdict (" preemption: 0/3 nodes are
-// available: …"). Kubit has no preemption, so there is no such suffix.
+// When preemption cannot help, the scheduler appends its verdict as Kubernetes does
+// (" preemption: 0/3 nodes are available: …", preemption/default-preemption.ts).
 import type { PluginStatus } from './framework/framework.js';
+import type { CycleState } from './framework/types.js';
 
 export const noNodesAvailableMsg = 'no nodes available to schedule pods';
 
@@ -22,6 +23,9 @@ export class FitError extends Error {
     super(formatFitError(numAllNodes, nodeStatuses, preFilter));
     this.name = 'FitError';
   }
+
+  /** The cycle's state after its filters ran (absent when PreFilter rejected the pod): preemption filters again with it. */
+  state: CycleState | null = null;
 
   /** Plugins that rejected the pod somewhere: the queue wakes it only for their events. */
   unschedulablePlugins(): Set<string> {

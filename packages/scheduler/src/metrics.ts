@@ -6,6 +6,10 @@ export interface SchedulerMetrics {
   attempt(result: 'scheduled' | 'unschedulable' | 'error', profile: string, seconds: number): void;
   podScheduled(e2eSeconds: number, attempts: number): void;
   bindingDone(seconds: number, ok: boolean): void;
+  /** A preemption that chose victims, with how many. */
+  preempted(victims: number): void;
+  /** PostFilter ran for a pod that fits nowhere (whatever it found). */
+  preemptionAttempt(): void;
 }
 
 export function createSchedulerMetrics(registry: Registry, queueSizes: () => QueueSizes): SchedulerMetrics {
@@ -34,6 +38,17 @@ export function createSchedulerMetrics(registry: Registry, queueSizes: () => Que
     help: 'Binding latency in seconds',
     labelNames: ['result'],
     buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5],
+    registers: [registry],
+  });
+  const preemptionAttempts = new Counter({
+    name: 'scheduler_preemption_attempts_total',
+    help: 'Total preemption attempts in the cluster till now',
+    registers: [registry],
+  });
+  const preemptionVictims = new Histogram({
+    name: 'scheduler_preemption_victims',
+    help: 'Number of selected preemption victims',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
     registers: [registry],
   });
   new Gauge({
@@ -79,6 +94,12 @@ export function createSchedulerMetrics(registry: Registry, queueSizes: () => Que
     bindingDone(seconds, ok) {
       (ok ? bindingOk : bindingError).observe(seconds);
     },
+    preempted(victims) {
+      preemptionVictims.observe(victims);
+    },
+    preemptionAttempt() {
+      preemptionAttempts.inc();
+    },
   };
 }
 
@@ -86,4 +107,6 @@ export const noMetrics: SchedulerMetrics = {
   attempt() {},
   podScheduled() {},
   bindingDone() {},
+  preempted() {},
+  preemptionAttempt() {},
 };

@@ -144,3 +144,19 @@ export class NodeInfo {
     this.generation++;
   }
 }
+
+/**
+ * A copy of a node's NodeInfo with some pods taken away and others added, for filters
+ * to judge a node as it would be (preemption's victims gone, nominated pods placed).
+ */
+export function nodeInfoWith(
+  ni: NodeInfo,
+  without: ReadonlySet<string>,
+  extra: readonly PodInfo[] = [],
+): NodeInfo {
+  const copy = new NodeInfo(ni.name);
+  if (ni.node) copy.setNode(ni.node);
+  for (const p of ni.pods.values()) if (!without.has(p.key)) copy.addPod(p);
+  for (const p of extra) copy.addPod(p);
+  return copy;
+}

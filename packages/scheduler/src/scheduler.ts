@@ -9,6 +9,8 @@ import type { Framework } from './framework/framework.js';
 import { ActionType, type ClusterEventRegistration, type CycleState } from './framework/types.js';
 import { noMetrics, type SchedulerMetrics } from './metrics.js';
 import { type NamespaceLabels, newPodInfo, type PodInfo, podKey } from './pod-info.js';
+import { preempt } from './preemption/default-preemption.js';
+import type { DisruptionBudget } from './preemption/victims.js';
 import { type QueuedPodInfo, SchedulingQueue } from './queue.js';
 import type { Node, Pod, PodCondition } from './types.js';
 import type { VolumeAccess } from './volumes.js';
@@ -17,8 +19,16 @@ import type { VolumeAccess } from './volumes.js';
 export interface SchedulerApi {
   /** POST pods/<name>/binding. */
   bind(pod: Pod, nodeName: string): Promise<void>;
-  /** Sets the PodScheduled condition through pods/<name>/status. */
-  updatePodCondition(pod: Pod, condition: PodCondition): Promise<void>;
+  /**
+   * Sets the PodScheduled condition through pods/<name>/status, with the node a
+   * preemption nominated for the pod (status.nominatedNodeName) when there is one.
+   */
+  updatePodCondition(pod: Pod, condition: PodCondition, nominatedNodeName?: string): Promise<void>;
+  /**
+   * Preempts a victim for `preemptor` on `node`: the DisruptionTarget condition, the
+   * delete, the Preempted event. Without it the scheduler does not preempt.
+   */
+  preemptVictim?(victim: Pod, preemptor: Pod, node: string): Promise<void>;
   /** Records an Event about the pod (fire and forget). */
   event(pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string): void;
 }
@@ -47,6 +57,8 @@ export interface SchedulerOptions {
   maxInFlightBindings?: number;
   /** Claims, volumes and classes for volume binding (absent: pods with claims stay Pending). */
   volumes?: VolumeAccess;
+  /** The PodDisruptionBudgets preemption tries not to break (absent: none). */
+  disruptionBudgets?: () => readonly DisruptionBudget[];
 }
 
 /** A PreBind plugin failed: the pod goes back to the queue with the plugin's reason. */
@@ -102,6 +114,9 @@ export class Scheduler {
   private cleanupTimer: NodeJS.Timeout | null = null;
   /** Bindings started and not yet settled, so tests and shutdown can wait for them. */
   private readonly pendingBindings = new Set<Promise<void>>();
+  /** Pod key → the node a preemption made room on for it (status.nominatedNodeName). */
+  private readonly nominated = new Map<string, { node: string; info: PodInfo }>();
+  private readonly disruptionBudgets: () => readonly DisruptionBudget[];
 
   constructor(opts: SchedulerOptions) {
     this.api = opts.api;
@@ -109,6 +124,7 @@ export class Scheduler {
     this.log = opts.log ?? silent;
     this.now = opts.now ?? Date.now;
     this.maxInFlightBindings = opts.maxInFlightBindings ?? 256;
+    this.disruptionBudgets = opts.disruptionBudgets ?? (() => []);
     for (const f of opts.frameworks) {
       if (this.profiles.has(f.schedulerName)) throw new Error(`two profiles named ${f.schedulerName}`);
       this.profiles.set(f.schedulerName, f);
@@ -126,7 +142,19 @@ export class Scheduler {
       random: opts.random,
       namespaceLabels: opts.namespaceLabels,
       volumes: opts.volumes,
+      nominatedOn: (node, pod) => this.nominatedOn(node, pod),
     });
+  }
+
+  /** The pods nominated to `node` that come before `pod` (at least its priority), or undefined. */
+  private nominatedOn(node: string, pod: PodInfo): PodInfo[] | undefined {
+    if (this.nominated.size === 0) return undefined;
+    const out: PodInfo[] = [];
+    for (const [key, n] of this.nominated) {
+      if (n.node !== node || key === pod.key || n.info.priority < pod.priority) continue;
+      out.push(n.info);
+    }
+    return out.length > 0 ? out : undefined;
   }
 
   /** Whether this scheduler is responsible for the pod (its schedulerName names one of our profiles). */
@@ -145,6 +173,9 @@ export class Scheduler {
     } else if (this.responsibleFor(pod)) {
       const info = this.podInfo(pod);
       if (info) this.queue.add(info);
+      // A nomination from before a restart (or another replica) still holds its node's room.
+      const node = pod.status?.nominatedNodeName;
+      if (info && node) this.nominated.set(info.key, { node, info });
     }
   }
 
@@ -170,6 +201,7 @@ export class Scheduler {
     if (isAssigned(pod)) {
       const wasAssigned = isAssigned(oldPod);
       this.queue.delete(podKey(pod));
+      this.nominated.delete(podKey(pod));
       this.cache.updatePod(pod);
       if (!wasAssigned)
         this.queue.onEvent({ resource: 'Pod', action: ActionType.Add, label: 'AssignedPodAdd' });
@@ -198,6 +230,7 @@ export class Scheduler {
   onPodDelete(pod: Pod): void {
     const key = podKey(pod);
     this.queue.delete(key);
+    this.nominated.delete(key);
     if (isAssigned(pod) || this.cache.nodeOf(key) !== undefined) {
       this.cache.removePod(pod);
       this.queue.onEvent({ resource: 'Pod', action: ActionType.Delete, label: 'AssignedPodDelete' });
@@ -296,7 +329,7 @@ export class Scheduler {
       ({ nodeName, state } = this.algorithm.schedule(fwk, this.cache.snapshot(), qp.info));
     } catch (err) {
       const seconds = (performance.now() - started) / 1000;
-      this.handleFailure(qp, err, profileName, seconds);
+      this.handleFailure(qp, err, fwk, seconds);
       return;
     }
     this.cache.assumePod(qp.info, nodeName);
@@ -320,6 +353,7 @@ export class Scheduler {
       this.metrics.bindingDone((performance.now() - started) / 1000, true);
       this.cache.finishBinding(key);
       this.queue.done(key);
+      this.nominated.delete(key);
       if (qp.initialAttemptTimestamp !== null) {
         this.metrics.podScheduled((this.now() - qp.initialAttemptTimestamp) / 1000, qp.attempts);
       }
@@ -345,14 +379,20 @@ export class Scheduler {
     }
   }
 
-  private handleFailure(qp: QueuedPodInfo, err: unknown, profile: string, seconds: number): void {
+  private handleFailure(qp: QueuedPodInfo, err: unknown, fwk: Framework, seconds: number): void {
     const pod = qp.info.pod;
+    const profile = fwk.schedulerName;
     let message: string;
     let reason: string;
+    let nominate: string | undefined;
     if (err instanceof FitError) {
       message = err.message;
       reason = 'Unschedulable';
       this.metrics.attempt('unschedulable', profile, seconds);
+      // PostFilter: preemption, before the pod waits (its victims' deletes wake it).
+      const outcome = this.postFilter(qp, err, fwk);
+      if (outcome?.kind === 'none') message += ` ${outcome.message}`;
+      else if (outcome?.kind === 'preempt') nominate = outcome.node;
       this.queue.addUnschedulable(qp, err.unschedulablePlugins());
     } else {
       message = (err as Error)?.message ?? String(err);
@@ -363,7 +403,8 @@ export class Scheduler {
     }
     this.api.event(pod, 'Warning', 'FailedScheduling', message);
     const current = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
-    if (current?.status === 'False' && current.reason === reason && current.message === message) return;
+    if (!nominate && current?.status === 'False' && current.reason === reason && current.message === message)
+      return;
     const condition: PodCondition = {
       type: 'PodScheduled',
       status: 'False',
@@ -371,11 +412,59 @@ export class Scheduler {
       message,
       lastTransitionTime: new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
     };
-    this.api.updatePodCondition(pod, condition).catch((e: unknown) => {
+    this.api.updatePodCondition(pod, condition, nominate).catch((e: unknown) => {
       this.log.warn(
         { pod: qp.info.key, err: (e as Error).message },
         'could not update the PodScheduled condition',
       );
     });
+  }
+
+  /**
+   * Preemption for a pod that fits nowhere: picks victims and a node, starts their
+   * eviction and nominates the node for the pod. Undefined when the scheduler cannot
+   * preempt (no eviction API).
+   */
+  private postFilter(
+    qp: QueuedPodInfo,
+    fit: FitError,
+    fwk: Framework,
+  ): { kind: 'preempt'; node: string } | { kind: 'none'; message: string } | undefined {
+    const evict = this.api.preemptVictim?.bind(this.api);
+    if (!evict || fit.numAllNodes === 0) return undefined;
+    this.metrics.preemptionAttempt();
+    const snapshot = this.cache.snapshot();
+    const outcome = preempt({
+      fwk,
+      snapshot,
+      handle: this.algorithm.handle(snapshot),
+      pod: qp.info,
+      fit,
+      state: fit.state,
+      budgets: this.disruptionBudgets(),
+      nominatedNode: this.nominated.get(qp.info.key)?.node,
+    });
+    if (outcome.kind === 'none') return outcome;
+    const { node, victims } = outcome.candidate;
+    this.metrics.preempted(victims.length);
+    // Lower-priority pods nominated to this node may no longer fit there: they lose the
+    // nomination and look again, as Kubernetes' preemption clears theirs.
+    for (const [key, n] of this.nominated) {
+      if (n.node === node && n.info.priority < qp.info.priority) this.nominated.delete(key);
+    }
+    this.nominated.set(qp.info.key, { node, info: qp.info });
+    this.log.info(
+      { pod: qp.info.key, node, victims: victims.map((v) => v.key) },
+      'preempting lower-priority pods',
+    );
+    for (const v of victims) {
+      evict(v.pod, qp.info.pod, node).catch((e: unknown) => {
+        this.log.warn(
+          { pod: qp.info.key, victim: v.key, err: (e as Error).message },
+          'could not preempt a victim; the pod will try again',
+        );
+      });
+    }
+    return { kind: 'preempt', node };
   }
 }

@@ -18,3 +18,4 @@ export type {
   TopologySpreadConstraint,
 } from 'kubernetes-types/core/v1.js';
 export type { LabelSelector, LabelSelectorRequirement } from 'kubernetes-types/meta/v1.js';
+export type { PodDisruptionBudget } from 'kubernetes-types/policy/v1.js';

@@ -130,7 +130,9 @@ describe('kubit-scheduler against the apiserver', { timeout: 150_000 }, () => {
         60_000,
       );
       assert.deepEqual([...new Set(bound)].sort(), ['n1', 'n2', 'n3']);
-      const msg = "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules.";
+      // With every pod at priority 0, preemption finds no victims, and says so as Kubernetes does.
+      const msg =
+        "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.";
       const cond = await waitFor('the 4th replica to be marked unschedulable', async () => {
         const p = await getPod(client, 'web-3');
         return p.status?.conditions?.find((c) => c.type === 'PodScheduled');
@@ -210,7 +212,7 @@ describe('kubit-scheduler against the apiserver', { timeout: 150_000 }, () => {
       const untolerated = await condition('trainer');
       assert.equal(
         untolerated.message,
-        `0/${all} nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, ${all - 1} node(s) didn't match Pod's node affinity/selector.`,
+        `0/${all} nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, ${all - 1} node(s) didn't match Pod's node affinity/selector. preemption: 0/${all} nodes are available: ${all} Preemption is not helpful for scheduling.`,
       );
       assert.equal(untolerated.reason, 'Unschedulable');
       const tolerating = pod('trainer-2', {
@@ -242,7 +244,7 @@ describe('kubit-scheduler against the apiserver', { timeout: 150_000 }, () => {
       const huge = await condition('huge');
       assert.equal(
         huge.message,
-        `0/${all} nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, ${all - 1} Insufficient cpu, ${all - 1} Insufficient memory.`,
+        `0/${all} nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, ${all - 1} Insufficient cpu, ${all - 1} Insufficient memory. preemption: 0/${all} nodes are available: 1 Preemption is not helpful for scheduling, ${all - 1} No preemption victims found for incoming pod.`,
       );
       assert.equal((await getPod(client, 'huge')).spec?.nodeName ?? '', '');
     } catch (err) {

@@ -52,6 +52,7 @@ import {
 } from './meta.js';
 import { validateNetworkPolicy } from './networking.js';
 import { validateBindingTarget, validatePodSpec, validatePodSpecUpdate } from './pod.js';
+import { validatePodTemplate } from './pod-template.js';
 import { validatePodDisruptionBudget } from './policy.js';
 import {
   validateEndpointSlice,
@@ -183,6 +184,9 @@ const validators: Record<string, KindValidator> = {
   // Their rules are the apiserver's (kinds/quota.ts), the only one that writes them.
   '/ResourceQuota': { name: nameIsDNSSubdomain, create: () => {} },
   '/LimitRange': { name: nameIsDNSSubdomain, create: () => {} },
+  '/PodTemplate': { name: nameIsDNSSubdomain, create: validatePodTemplate },
+  // Its rules are the apiserver's (kinds/scheduling.ts), the only one that writes them.
+  'scheduling.k8s.io/PriorityClass': { name: nameIsDNSSubdomain, create: () => {} },
   // The webhooks' own rules are the apiserver's (kinds/admissionregistration.ts): only the apiserver calls them.
   'admissionregistration.k8s.io/ValidatingWebhookConfiguration': {
     name: nameIsDNSSubdomain,

@@ -30,8 +30,10 @@ import {
 } from './core.js';
 import { networkpolicies } from './networking.js';
 import { pods } from './pods.js';
+import { podtemplates } from './podtemplates.js';
 import { poddisruptionbudgets } from './policy.js';
 import { limitranges, resourcequotas } from './quota.js';
+import { priorityclasses } from './scheduling.js';
 import { endpoints, endpointslices, serviceKind, services } from './services.js';
 import {
   csistoragecapacities,
@@ -133,6 +135,8 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     mutatingwebhookconfigurations,
     resourcequotas,
     limitranges,
+    priorityclasses,
+    podtemplates,
   ];
 }
 

@@ -26,9 +26,9 @@ function containersOf(spec: Obj): Obj[] {
 export function defaultPod(pod: KObject): void {
   pod.spec ??= {};
   apiDefaultPod(pod);
+  // spec.priority and spec.preemptionPolicy are the Priority admission plugin's, from the
+  // pod's class (admission/priority.ts): a default here would hide what the client sent.
   const spec = obj(pod.spec);
-  spec.preemptionPolicy ??= 'PreemptLowerPriority';
-  spec.priority ??= 0;
   if (spec.serviceAccountName === undefined && typeof spec.serviceAccount === 'string') {
     spec.serviceAccountName = spec.serviceAccount;
   }

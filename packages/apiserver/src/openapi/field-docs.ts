@@ -257,6 +257,21 @@ export const definitionDocs: Record<string, DefinitionDocs> = {
     about: 'A kind of storage that claims can ask for, and how it is provisioned.',
     required: { '': ['provisioner'] },
   },
+  'io.k8s.api.core.v1.PodTemplate': {
+    about: 'A named pod template, kept for tools that create pods from it.',
+    fields: { template: 'The pod template: the metadata and spec of the pods made from it.' },
+  },
+  'io.k8s.api.scheduling.v1.PriorityClass': {
+    about: 'A name for a pod priority: pods that name the class get its value as their priority.',
+    fields: {
+      value: 'The priority pods of this class get; at most 1000000000 for classes users define.',
+      globalDefault: 'Whether pods that name no class get this one. At most one class is the default.',
+      description: 'When this class should be used, in words.',
+      preemptionPolicy:
+        'PreemptLowerPriority (the default) or Never: whether its pods may preempt lower-priority pods.',
+    },
+    required: { '': ['value'] },
+  },
   'io.k8s.api.discovery.v1.EndpointSlice': {
     about: 'A share of the endpoints of a Service.',
     required: { '': ['addressType', 'endpoints'] },

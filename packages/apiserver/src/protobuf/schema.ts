@@ -65,11 +65,13 @@ const KINDS: Record<string, string> = {
   'policy/v1/Eviction': 'k8s.io.api.policy.v1.Eviction',
   'policy/v1/PodDisruptionBudget': 'k8s.io.api.policy.v1.PodDisruptionBudget',
   'coordination.k8s.io/v1/Lease': 'k8s.io.api.coordination.v1.Lease',
+  'scheduling.k8s.io/v1/PriorityClass': 'k8s.io.api.scheduling.v1.PriorityClass',
   'authorization.k8s.io/v1/SelfSubjectAccessReview': 'k8s.io.api.authorization.v1.SelfSubjectAccessReview',
   'authorization.k8s.io/v1/SubjectAccessReview': 'k8s.io.api.authorization.v1.SubjectAccessReview',
   'authorization.k8s.io/v1/SelfSubjectRulesReview': 'k8s.io.api.authorization.v1.SelfSubjectRulesReview',
   'authentication.k8s.io/v1/TokenRequest': 'k8s.io.api.authentication.v1.TokenRequest',
   'authentication.k8s.io/v1/TokenReview': 'k8s.io.api.authentication.v1.TokenReview',
+  'authentication.k8s.io/v1/SelfSubjectReview': 'k8s.io.api.authentication.v1.SelfSubjectReview',
 };
 
 /** Every apiVersion/kind the decoder accepts (DeleteOptions aside), for tests and messages. */

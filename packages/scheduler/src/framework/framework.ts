@@ -82,6 +82,13 @@ export class Framework {
     return null;
   }
 
+  /** Every PreFilter extension that ran this cycle, told that `victim` leaves `node`. */
+  runRemovePod(state: CycleState, pod: PodInfo, victim: PodInfo, node: NodeInfo, h: Handle): void {
+    for (const p of this.preFilter) {
+      if (p.removePod && !state.skipFilter.has(p.name)) p.removePod(state, pod, victim, node, h);
+    }
+  }
+
   /** Runs the filters in order and stops at the first that rejects the node. */
   runFilter(state: CycleState, pod: PodInfo, node: NodeInfo, h: Handle): PluginStatus | null {
     const i = this.runFilterIndexed(state, pod, node, h);

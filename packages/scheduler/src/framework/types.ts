@@ -43,6 +43,20 @@ export class CycleState {
   read<T>(key: string): T | undefined {
     return this.data.get(key) as T | undefined;
   }
+
+  /**
+   * A copy to change without touching this one (preemption judges a node without its
+   * victims on a copy). Plugins replace what they change rather than mutate it, so
+   * the values themselves are shared.
+   */
+  clone(): CycleState {
+    const c = new CycleState();
+    for (const [k, v] of this.data) c.data.set(k, v);
+    for (const n of this.skipFilter) c.skipFilter.add(n);
+    for (const n of this.skipScore) c.skipScore.add(n);
+    c.activeFilters = this.activeFilters;
+    return c;
+  }
 }
 
 /** What plugins may read besides the pod and the node. */
@@ -61,6 +75,12 @@ export interface Plugin {
 
 export interface PreFilterPlugin extends Plugin {
   preFilter(state: CycleState, pod: PodInfo, h: Handle): Status | null;
+  /**
+   * Kubernetes' PreFilterExtensions.RemovePod: updates what PreFilter left in `state`
+   * as if `victim` were gone from `node` (preemption). Only plugins whose PreFilter
+   * state counts other pods need it; they write a new value, never mutate the old.
+   */
+  removePod?(state: CycleState, pod: PodInfo, victim: PodInfo, node: NodeInfo, h: Handle): void;
 }
 
 export interface FilterPlugin extends Plugin {

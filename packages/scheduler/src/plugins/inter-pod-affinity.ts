@@ -182,6 +182,32 @@ export class InterPodAffinity implements PreFilterPlugin, FilterPlugin, PreScore
     return null;
   }
 
+  /** The counts PreFilter made, less what `victim` on `node` contributed to them. */
+  removePod(state: CycleState, pod: PodInfo, victim: PodInfo, node: NodeInfo, h: Handle): void {
+    const s = state.read<PreFilterState>(this.name);
+    if (!s) return;
+    const ns = h.namespaceLabels;
+    const copy = (m: TopologyCounts): TopologyCounts => new Map([...m].map(([k, v]) => [k, new Map(v)]));
+    const less = (m: TopologyCounts, key: string) => {
+      const v = nodeLabel(node, key);
+      if (v !== undefined) bump(m, key, v, -1);
+    };
+    const anti = copy(s.anti);
+    for (const t of pod.requiredAntiAffinity) if (termMatches(t, victim, ns)) less(anti, t.topologyKey);
+    const affinity = copy(s.affinity);
+    if (pod.requiredAffinity.length > 0 && pod.requiredAffinity.every((t) => termMatches(t, victim, ns))) {
+      for (const t of pod.requiredAffinity) less(affinity, t.topologyKey);
+    }
+    const existing = copy(new Map(s.existingAnti));
+    for (const t of victim.requiredAntiAffinity) if (termMatches(t, pod, ns)) less(existing, t.topologyKey);
+    state.write(this.name, {
+      existingAnti: [...existing],
+      affinity,
+      anti,
+      selfAffinityAllowed: s.selfAffinityAllowed,
+    } satisfies PreFilterState);
+  }
+
   filter(state: CycleState, pod: PodInfo, node: NodeInfo): Status | null {
     const s = state.read<PreFilterState>(this.name);
     if (!s) return null;

@@ -80,6 +80,16 @@ function hasAllKeys(node: NodeInfo, cs: readonly Constraint[]): boolean {
   return true;
 }
 
+/** Each constraint's least-populated domain; 0 with fewer domains than minDomains. */
+function minimumsOf(cs: readonly Constraint[], counts: readonly Map<string, number>[]): number[] {
+  return cs.map((c, i) => {
+    if (counts[i].size < c.minDomains) return 0;
+    let min = Number.POSITIVE_INFINITY;
+    for (const n of counts[i].values()) if (n < min) min = n;
+    return min === Number.POSITIVE_INFINITY ? 0 : min;
+  });
+}
+
 interface FilterState {
   constraints: Constraint[];
   counts: Map<string, number>[];
@@ -133,15 +143,31 @@ export class PodTopologySpread implements PreFilterPlugin, FilterPlugin, PreScor
     const cs = this.constraints(pod, 'DoNotSchedule');
     if (cs.length === 0) return skip;
     const counts = this.count(pod, cs, h.snapshot.nodes);
-    const minimums = cs.map((c, i) => {
-      // Fewer domains than minDomains: the global minimum is taken as 0.
-      if (counts[i].size < c.minDomains) return 0;
-      let min = Number.POSITIVE_INFINITY;
-      for (const n of counts[i].values()) if (n < min) min = n;
-      return min === Number.POSITIVE_INFINITY ? 0 : min;
-    });
-    state.write(this.name, { constraints: cs, counts, minimums } satisfies FilterState);
+    state.write(this.name, {
+      constraints: cs,
+      counts,
+      minimums: minimumsOf(cs, counts),
+    } satisfies FilterState);
     return null;
+  }
+
+  /** The domain counts less `victim` on `node`, when it was counted (preemption). */
+  removePod(state: CycleState, pod: PodInfo, victim: PodInfo, node: NodeInfo): void {
+    const s = state.read<FilterState>(this.name);
+    if (!s || !hasAllKeys(node, s.constraints)) return;
+    if (victim.namespace !== pod.namespace || victim.pod.metadata?.deletionTimestamp !== undefined) return;
+    const counts = s.counts.map((m) => new Map(m));
+    s.constraints.forEach((c, i) => {
+      if (c.honorNodeAffinity && !podMatchesNodeSelectorAndAffinity(pod.pod, node)) return;
+      if (!c.selector.matches(victim.labels)) return;
+      const v = nodeLabel(node, c.topologyKey)!;
+      counts[i].set(v, (counts[i].get(v) ?? 0) - 1);
+    });
+    state.write(this.name, {
+      constraints: s.constraints,
+      counts,
+      minimums: minimumsOf(s.constraints, counts),
+    } satisfies FilterState);
   }
 
   filter(state: CycleState, _pod: PodInfo, node: NodeInfo): Status | null {
