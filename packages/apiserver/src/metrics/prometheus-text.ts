@@ -9,7 +9,7 @@ export interface PromSample {
   timestampMs?: number;
 }
 
-function unescape(v: string): string {
+function unescapeLabel(v: string): string {
   return v.replace(/\\(["\\n])/g, (_m, c: string) => (c === 'n' ? '\n' : c));
 }
 
@@ -29,7 +29,7 @@ export function parsePrometheusText(text: string): PromSample[] {
       let consumed = 0;
       // biome-ignore lint/suspicious/noAssignInExpressions: the sticky regexp walks the label list
       while ((lm = re.exec(m[2])) !== null) {
-        labels[lm[1]] = unescape(lm[2]);
+        labels[lm[1]] = unescapeLabel(lm[2]);
         consumed = re.lastIndex;
       }
       if (consumed !== m[2].length)
