@@ -51,6 +51,7 @@ import {
   validateObjectMetaUpdate,
 } from './meta.js';
 import { validateBindingTarget, validatePodSpec, validatePodSpecUpdate } from './pod.js';
+import { validateHorizontalPodAutoscaler, validateHorizontalPodAutoscalerStatus } from './autoscaling.js';
 import { validatePodDisruptionBudget } from './policy.js';
 import {
   validateEndpointSlice,
@@ -153,6 +154,13 @@ const validators: Record<string, KindValidator> = {
   },
   'events.k8s.io/Event': { name: nameIsDNSSubdomain, create: validateEventsV1Event },
   'policy/PodDisruptionBudget': { name: nameIsDNSSubdomain, create: validatePodDisruptionBudget },
+  'autoscaling/HorizontalPodAutoscaler': {
+    name: nameIsDNSSubdomain,
+    create: (o, errs) => {
+      validateHorizontalPodAutoscaler(o, errs);
+      validateHorizontalPodAutoscalerStatus(o, errs);
+    },
+  },
   '/PersistentVolume': {
     name: nameIsDNSSubdomain,
     create: validatePersistentVolume,

@@ -13,6 +13,7 @@ import {
   replicationcontrollers,
   statefulsets,
 } from './apps.js';
+import { horizontalpodautoscalers, horizontalpodautoscalersV1 } from './autoscaling.js';
 import { cronjobs, jobs } from './batch.js';
 import {
   clusterrolebindings,
@@ -131,6 +132,8 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     mutatingwebhookconfigurations,
     resourcequotas,
     limitranges,
+    horizontalpodautoscalers,
+    horizontalpodautoscalersV1,
   ];
 }
 
