@@ -53,7 +53,10 @@ export function defaultHorizontalPodAutoscaler(o: Obj): void {
     spec.metrics = [
       {
         type: 'Resource',
-        resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: DEFAULT_CPU_UTILIZATION } },
+        resource: {
+          name: 'cpu',
+          target: { type: 'Utilization', averageUtilization: DEFAULT_CPU_UTILIZATION },
+        },
       },
     ];
   }
@@ -70,7 +73,6 @@ export function defaultHorizontalPodAutoscalerV1(o: Obj): void {
   if (spec && spec.minReplicas === undefined) spec.minReplicas = 1;
 }
 
-
 /**
  * A v1 HPA in its v2 form: targetCPUUtilizationPercentage as a CPU Resource metric,
  * currentCPUUtilizationPercentage as its current metric. (Kubernetes keeps v2's other
@@ -81,7 +83,8 @@ export function hpaV1ToV2(o: Obj): Obj {
   const status = isObj(o.status) ? o.status : undefined;
   const { targetCPUUtilizationPercentage, ...restSpec } = spec;
   const out: Obj = { ...o, apiVersion: 'autoscaling/v2', spec: { ...restSpec } };
-  const target = typeof targetCPUUtilizationPercentage === 'number' ? targetCPUUtilizationPercentage : undefined;
+  const target =
+    typeof targetCPUUtilizationPercentage === 'number' ? targetCPUUtilizationPercentage : undefined;
   (out.spec as Obj).metrics = [
     {
       type: 'Resource',
@@ -127,8 +130,14 @@ export function hpaV2ToV1(o: Obj): Obj {
     const current = (Array.isArray(currentMetrics) ? currentMetrics : [])
       .filter(isObj)
       .find((m) => m.type === 'Resource' && isObj(m.resource) && m.resource.name === 'cpu');
-    const util = current && isObj(current.resource) && isObj(current.resource.current) ? current.resource.current.averageUtilization : undefined;
-    out.status = { ...restStatus, ...(typeof util === 'number' ? { currentCPUUtilizationPercentage: util } : {}) };
+    const util =
+      current && isObj(current.resource) && isObj(current.resource.current)
+        ? current.resource.current.averageUtilization
+        : undefined;
+    out.status = {
+      ...restStatus,
+      ...(typeof util === 'number' ? { currentCPUUtilizationPercentage: util } : {}),
+    };
   }
   return out;
 }

@@ -14,6 +14,7 @@ import {
   validateStatefulSet,
   validateStatefulSetUpdate,
 } from './apps-workloads.js';
+import { validateHorizontalPodAutoscaler, validateHorizontalPodAutoscalerStatus } from './autoscaling.js';
 import {
   validateCronJobCreate,
   validateCronJobUpdate,
@@ -51,7 +52,6 @@ import {
   validateObjectMetaUpdate,
 } from './meta.js';
 import { validateBindingTarget, validatePodSpec, validatePodSpecUpdate } from './pod.js';
-import { validateHorizontalPodAutoscaler, validateHorizontalPodAutoscalerStatus } from './autoscaling.js';
 import { validatePodDisruptionBudget } from './policy.js';
 import {
   validateEndpointSlice,

@@ -47,7 +47,11 @@ const hpaV2Schema: Schema = S.obj({
     metrics: S.list(
       S.obj({
         type: S.str,
-        object: S.obj({ describedObject: crossVersionObjectReference, target: metricTarget, metric: metricIdentifier }),
+        object: S.obj({
+          describedObject: crossVersionObjectReference,
+          target: metricTarget,
+          metric: metricIdentifier,
+        }),
         pods: S.obj({ metric: metricIdentifier, target: metricTarget }),
         resource: S.obj({ name: S.str, target: metricTarget }),
         containerResource: S.obj({ name: S.str, target: metricTarget, container: S.str }),
@@ -64,7 +68,11 @@ const hpaV2Schema: Schema = S.obj({
     currentMetrics: S.list(
       S.obj({
         type: S.str,
-        object: S.obj({ metric: metricIdentifier, current: metricValueStatus, describedObject: crossVersionObjectReference }),
+        object: S.obj({
+          metric: metricIdentifier,
+          current: metricValueStatus,
+          describedObject: crossVersionObjectReference,
+        }),
         pods: S.obj({ metric: metricIdentifier, current: metricValueStatus }),
         resource: S.obj({ name: S.str, current: metricValueStatus }),
         containerResource: S.obj({ name: S.str, current: metricValueStatus, container: S.str }),
@@ -112,9 +120,13 @@ export function hpaTargetsText(hpa: KObject): string {
   const statuses = arr(obj(hpa.status).currentMetrics).map(obj);
   const list = specs.map((spec, i) => {
     const type = str(spec.type);
-    const field = { Resource: 'resource', ContainerResource: 'containerResource', Pods: 'pods', Object: 'object', External: 'external' }[
-      type
-    ];
+    const field = {
+      Resource: 'resource',
+      ContainerResource: 'containerResource',
+      Pods: 'pods',
+      Object: 'object',
+      External: 'external',
+    }[type];
     if (!field) return '<unknown type>';
     const src = obj(spec[field]);
     const target = obj(src.target);
@@ -125,7 +137,8 @@ export function hpaTargetsText(hpa: KObject): string {
         return `${name}: ${quantityText(current.averageValue) ?? '<unknown>'}/${quantityText(target.averageValue)}`;
       return `${name}: ${utilization(current.averageUtilization) ?? '<unknown>'}/${utilization(target.averageUtilization) ?? '<auto>'}`;
     }
-    if (type === 'Pods') return `${quantityText(current.averageValue) ?? '<unknown>'}/${quantityText(target.averageValue)}`;
+    if (type === 'Pods')
+      return `${quantityText(current.averageValue) ?? '<unknown>'}/${quantityText(target.averageValue)}`;
     if (target.averageValue !== undefined)
       return `${quantityText(current.averageValue) ?? '<unknown>'}/${quantityText(target.averageValue)} (avg)`;
     return `${quantityText(current.value) ?? '<unknown>'}/${quantityText(target.value)}`;

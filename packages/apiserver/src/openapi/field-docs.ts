@@ -219,10 +219,12 @@ export const definitionDocs: Record<string, DefinitionDocs> = {
     about: 'The desired state of a HorizontalPodAutoscaler.',
     required: { '': ['scaleTargetRef', 'maxReplicas'] },
     fields: {
-      scaleTargetRef: 'The object to scale, through its scale subresource (a Deployment, a StatefulSet, ...).',
+      scaleTargetRef:
+        'The object to scale, through its scale subresource (a Deployment, a StatefulSet, ...).',
       minReplicas: 'The fewest replicas it scales down to (at least 1). Defaults to 1.',
       maxReplicas: 'The most replicas it scales up to; not below minReplicas.',
-      metrics: "What to measure and the target for each; the replicas follow the most demanding. Defaults to 80% of the pods' CPU requests.",
+      metrics:
+        "What to measure and the target for each; the replicas follow the most demanding. Defaults to 80% of the pods' CPU requests.",
       behavior: 'How fast it scales up and down: stabilization windows and scaling policies.',
     },
   },
@@ -233,7 +235,8 @@ export const definitionDocs: Record<string, DefinitionDocs> = {
     about: 'The desired state of a HorizontalPodAutoscaler (v1).',
     required: { '': ['scaleTargetRef', 'maxReplicas'] },
     fields: {
-      targetCPUUtilizationPercentage: "The pods' average CPU use to keep, as a percentage of their requests. Defaults to 80.",
+      targetCPUUtilizationPercentage:
+        "The pods' average CPU use to keep, as a percentage of their requests. Defaults to 80.",
     },
   },
   'io.k8s.api.core.v1.Service': {
