@@ -589,7 +589,8 @@ const byGroupResource = new Map<string, KindInfo>();
 for (const k of kinds) {
   byApiVersionKind.set(`${k.apiVersion}\u0000${k.kind}`, k);
   // A resource served in two versions (autoscaling's HPAs) resolves to the first, preferred one.
-  if (!byGroupResource.has(`${k.group}\u0000${k.resource}`)) byGroupResource.set(`${k.group}\u0000${k.resource}`, k);
+  if (!byGroupResource.has(`${k.group}\u0000${k.resource}`))
+    byGroupResource.set(`${k.group}\u0000${k.resource}`, k);
 }
 
 /** The kind for an apiVersion ("v1", "apps/v1") and kind ("Pod"). */
