@@ -34,8 +34,9 @@ export interface MetricsApiDeps {
   pods: WatchCache;
 }
 
-const nodesGR = { group: METRICS_GROUP, resource: 'nodes' };
-const podsGR = { group: METRICS_GROUP, resource: 'pods' };
+// As metrics-server names them in errors ("podmetrics.metrics.k8s.io \"x\" not found").
+const nodesGR = { group: METRICS_GROUP, resource: 'nodemetrics' };
+const podsGR = { group: METRICS_GROUP, resource: 'podmetrics' };
 
 function usageOf(u: Usage): { cpu: string; memory: string } {
   return { cpu: cpuQuantity(u.cpuCores), memory: memoryQuantity(u.memoryBytes) };
