@@ -1,7 +1,8 @@
 // Gathers resource metrics the way metrics-server does: every `resolutionMs` it scrapes
 // each node's kubelet (`/metrics/resource`, HTTPS with the apiserver's kubelet client
 // certificate), keeps the last two scrapes of each node and answers usages from them. A
-// node whose last scrape failed (or is too old) has no usage, only the reason why.
+// node whose last scrape failed (or is too old) has no usage, only the reason why, and is
+// tried again after a back-off that doubles up to 5 minutes.
 import { request } from 'node:https';
 import type { Logger } from '@kubit/daemon';
 import { obj, str } from '../kinds/types.js';
@@ -19,6 +20,10 @@ import {
 } from './samples.js';
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** Scrapes at once: a cluster of many (hollow) nodes is not a burst of handshakes. */
+const CONCURRENT_SCRAPES = 16;
+/** The longest a failing node waits between tries. */
+const MAX_BACKOFF_MS = 5 * 60_000;
 
 interface NodeState {
   prev?: NodeScrape;
@@ -26,6 +31,9 @@ interface NodeState {
   lastAtMs?: number;
   /** Why the node has no metrics now (its last scrape failed). */
   error?: string;
+  /** Failures in a row, and when to try it again: a node that does not answer is tried less often. */
+  failures: number;
+  nextTryMs: number;
 }
 
 export interface ScraperOptions {
@@ -66,35 +74,44 @@ export class ResourceMetricsScraper {
     await this.running;
   }
 
-  /** One round over every node the cache holds, side by side; nodes gone are forgotten. */
+  /** One round over the nodes the cache holds that are due, a few at a time; nodes gone are forgotten. */
   async scrapeAll(): Promise<void> {
     const nodes = new Map<string, Record<string, unknown>>();
     for (const n of this.opts.nodes.objects.values()) nodes.set(str(obj(n.metadata).name), n);
     for (const name of this.state.keys()) if (!nodes.has(name)) this.state.delete(name);
-    await Promise.all(
-      [...nodes].map(async ([name, node]) => {
-        const st = this.state.get(name) ?? {};
-        this.state.set(name, st);
-        try {
-          const text = await this.fetch(name, node);
-          const now = Date.now();
-          st.prev = st.last;
-          st.last = scrapeFromSamples(parsePrometheusText(text), now);
-          st.lastAtMs = now;
-          st.error = undefined;
-        } catch (err) {
-          const message = `unable to fetch metrics from node ${name}: ${(err as Error).message}`;
-          if (st.error !== message)
-            this.opts.log.warn(
-              { node: name, err: (err as Error).message },
-              'metrics scrape of a node failed',
-            );
-          st.prev = undefined;
-          st.last = undefined;
-          st.error = message;
-        }
-      }),
-    );
+    const now = Date.now();
+    const due: [string, Record<string, unknown>, NodeState][] = [];
+    for (const [name, node] of nodes) {
+      const st = this.state.get(name) ?? { failures: 0, nextTryMs: 0 };
+      this.state.set(name, st);
+      if (st.nextTryMs <= now) due.push([name, node, st]);
+    }
+    const work = async () => {
+      for (let next = due.shift(); next; next = due.shift()) await this.scrapeOne(...next);
+    };
+    await Promise.all(Array.from({ length: Math.min(CONCURRENT_SCRAPES, due.length) }, work));
+  }
+
+  private async scrapeOne(name: string, node: Record<string, unknown>, st: NodeState): Promise<void> {
+    try {
+      const text = await this.fetch(name, node);
+      const now = Date.now();
+      st.prev = st.last;
+      st.last = scrapeFromSamples(parsePrometheusText(text), now);
+      st.lastAtMs = now;
+      st.error = undefined;
+      st.failures = 0;
+      st.nextTryMs = 0;
+    } catch (err) {
+      const message = `unable to fetch metrics from node ${name}: ${(err as Error).message}`;
+      if (st.error !== message)
+        this.opts.log.warn({ node: name, err: (err as Error).message }, 'metrics scrape of a node failed');
+      st.prev = undefined;
+      st.last = undefined;
+      st.error = message;
+      st.failures++;
+      st.nextTryMs = Date.now() + Math.min(MAX_BACKOFF_MS, this.resolutionMs * 2 ** (st.failures - 1));
+    }
   }
 
   private fetch(name: string, node: Record<string, unknown>): Promise<string> {
