@@ -198,6 +198,13 @@ test('kubectl top nodes and top pods --containers show a pod burning CPU', { tim
   assert.ok(milli(burning[2]) <= 260, `burner uses ${burning[2]}`);
   assert.match(burning[3], /^\d+Mi$/);
 
+  const all = await kubectl(['top', 'pods', '-A']);
+  assert.deepEqual(rows(all.stdout)[0].slice(0, 2), ['NAMESPACE', 'NAME']);
+  assert.ok(
+    rows(all.stdout).some((cells) => cells[0] === NS && cells[1].startsWith('burn-')),
+    all.stdout,
+  );
+
   const nodes = await kubectl(['top', 'nodes']);
   const header = rows(nodes.stdout)[0];
   assert.deepEqual(header.slice(0, 3), ['NAME', 'CPU(cores)', 'CPU(%)']);
