@@ -5,6 +5,7 @@
 // min/max; an HPA without behavior gets Kubernetes' defaults), writes the scale when it
 // changes, and keeps the HPA's status: replicas, current metrics, and the AbleToScale,
 // ScalingActive and ScalingLimited conditions, with events for rescales and failures.
+import { isDeepStrictEqual } from 'node:util';
 import {
   defaultScaleDownRules,
   defaultScaleUpRules,
@@ -439,6 +440,11 @@ export class HorizontalPodAutoscalerController implements Controller {
       };
     });
     const next = { ...hpa, status: { ...status, conditions: merged } };
+    // As Kubernetes' controller: no write when nothing changed (every sync would be one otherwise).
+    if (
+      isDeepStrictEqual(JSON.parse(JSON.stringify(hpa.status ?? {})), JSON.parse(JSON.stringify(next.status)))
+    )
+      return;
     try {
       await this.cluster.update(hpaResource, next as unknown as KubeObject, 'status');
     } catch (err) {
