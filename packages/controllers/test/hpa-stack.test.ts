@@ -10,6 +10,7 @@
 // lists and its NodeMetrics answers 503.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
@@ -54,6 +55,7 @@ function start(name: string, pkg: string, args: string[]): TestProcess {
 async function kubectl(
   args: string[],
   allowFail = false,
+  input?: string,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const full = [
     '--kubeconfig',
@@ -63,6 +65,11 @@ async function kubectl(
     ...args,
   ];
   try {
+    if (input !== undefined) {
+      const file = join(root?.path ?? '', `input-${Date.now()}.yaml`);
+      await writeFile(file, input);
+      full.push('-f', file);
+    }
     const r = await promisify(execFile)('kubectl', full, { timeout: 60_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
@@ -293,6 +300,79 @@ test('an HPA scales the burning Deployment from 1 to 3, then back to 1 after its
   });
   const limited = after.status?.conditions?.find((c) => c.type === 'ScalingLimited');
   assert.ok(limited, 'a ScalingLimited condition');
+});
+
+const WIDGETS = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.kubit.dev
+spec:
+  group: example.kubit.dev
+  scope: Namespaced
+  names: { plural: widgets, singular: widget, kind: Widget }
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: { specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.selector }
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: { type: object, properties: { replicas: { type: integer } } }
+          status: { type: object, properties: { replicas: { type: integer }, selector: { type: string } } }
+`;
+
+test("an HPA holds a custom resource's scale subresource to its maxReplicas", {
+  timeout: 120_000,
+}, async () => {
+  await kubectl(['apply'], false, WIDGETS);
+  await waitFor(
+    'widgets served',
+    async () => (await kubectl(['get', 'widgets', '-n', NS], true)).code === 0,
+    30_000,
+    500,
+  );
+  await kubectl(
+    ['apply'],
+    false,
+    'apiVersion: example.kubit.dev/v1\nkind: Widget\nmetadata: { name: gadget, namespace: default }\nspec: { replicas: 5 }\n',
+  );
+  await client!.create(
+    hpaResource,
+    w({
+      apiVersion: 'autoscaling/v2',
+      kind: 'HorizontalPodAutoscaler',
+      metadata: { name: 'gadget', namespace: NS },
+      spec: {
+        scaleTargetRef: { apiVersion: 'example.kubit.dev/v1', kind: 'Widget', name: 'gadget' },
+        minReplicas: 1,
+        maxReplicas: 2,
+      },
+    }),
+    { namespace: NS },
+  );
+  await waitFor(
+    'the Widget scaled to 2 through its scale subresource',
+    async () =>
+      (await kubectl(['get', 'widget', 'gadget', '-n', NS, '-o', 'jsonpath={.spec.replicas}'])).stdout ===
+      '2',
+    60_000,
+    1000,
+  );
+  const events = await client!.list<CoreEvent>(resources.events, { namespace: NS });
+  assert.ok(
+    events.items.some(
+      (e) =>
+        e.reason === 'SuccessfulRescale' &&
+        e.involvedObject?.name === 'gadget' &&
+        e.message === 'New size: 2; reason: Current number of replicas above Spec.MaxReplicas',
+    ),
+    'the rescale event',
+  );
+  await client!.delete(hpaResource, 'gadget', { namespace: NS });
 });
 
 test('a node whose kubelet does not answer: left out of the lists, its NodeMetrics a 503', {
