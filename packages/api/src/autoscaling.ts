@@ -73,71 +73,287 @@ export function defaultHorizontalPodAutoscalerV1(o: Obj): void {
   if (spec && spec.minReplicas === undefined) spec.minReplicas = 1;
 }
 
+// What autoscaling/v1 cannot say is kept in annotations of its v1 form, under
+// Kubernetes' names, so a v1 client's read-modify-write keeps a v2 HPA's other metrics,
+// behavior and conditions.
+const METRICS_ANNOTATION = 'autoscaling.alpha.kubernetes.io/metrics';
+const CURRENT_METRICS_ANNOTATION = 'autoscaling.alpha.kubernetes.io/current-metrics';
+const BEHAVIOR_ANNOTATION = 'autoscaling.alpha.kubernetes.io/behavior';
+const CONDITIONS_ANNOTATION = 'autoscaling.alpha.kubernetes.io/conditions';
+const V1_ANNOTATIONS = [
+  METRICS_ANNOTATION,
+  CURRENT_METRICS_ANNOTATION,
+  BEHAVIOR_ANNOTATION,
+  CONDITIONS_ANNOTATION,
+];
+
+const o = (v: unknown): Obj => (isObj(v) ? v : {});
+const defined = (x: Obj): Obj => Object.fromEntries(Object.entries(x).filter(([, v]) => v !== undefined));
+const isCpuUtilization = (m: Obj) =>
+  m.type === 'Resource' && o(m.resource).name === 'cpu' && o(o(m.resource).target).type === 'Utilization';
+
+/** A v2 target as v1's `target*` fields. */
+function v1Target(t: Obj, prefix: 'target' | 'current'): Obj {
+  return defined({
+    [`${prefix}AverageUtilization`]: t.averageUtilization,
+    [`${prefix}AverageValue`]: t.averageValue,
+  });
+}
+
+function v2Target(src: Obj, prefix: 'target' | 'current'): Obj {
+  const util = src[`${prefix}AverageUtilization`];
+  const avg = src[`${prefix}AverageValue`];
+  if (prefix === 'current') return defined({ averageUtilization: util, averageValue: avg });
+  return util !== undefined
+    ? { type: 'Utilization', averageUtilization: util }
+    : defined({ type: 'AverageValue', averageValue: avg });
+}
+
+function metricToV1(m: Obj): Obj {
+  const t = o(
+    o(
+      m[
+        {
+          Resource: 'resource',
+          ContainerResource: 'containerResource',
+          Pods: 'pods',
+          Object: 'object',
+          External: 'external',
+        }[String(m.type)] ?? ''
+      ],
+    ).target,
+  );
+  switch (m.type) {
+    case 'Resource':
+      return { type: 'Resource', resource: { name: o(m.resource).name, ...v1Target(t, 'target') } };
+    case 'ContainerResource': {
+      const c = o(m.containerResource);
+      return {
+        type: 'ContainerResource',
+        containerResource: { name: c.name, container: c.container, ...v1Target(t, 'target') },
+      };
+    }
+    case 'Pods': {
+      const p = o(m.pods);
+      return {
+        type: 'Pods',
+        pods: defined({
+          metricName: o(p.metric).name,
+          selector: o(p.metric).selector,
+          targetAverageValue: t.averageValue,
+        }),
+      };
+    }
+    case 'Object': {
+      const x = o(m.object);
+      return {
+        type: 'Object',
+        object: defined({
+          target: x.describedObject,
+          metricName: o(x.metric).name,
+          selector: o(x.metric).selector,
+          targetValue: t.value,
+          averageValue: t.averageValue,
+        }),
+      };
+    }
+    case 'External': {
+      const x = o(m.external);
+      return {
+        type: 'External',
+        external: defined({
+          metricName: o(x.metric).name,
+          metricSelector: o(x.metric).selector,
+          targetValue: t.value,
+          targetAverageValue: t.averageValue,
+        }),
+      };
+    }
+    default:
+      return m;
+  }
+}
+
+function metricToV2(m: Obj): Obj {
+  const metric = (name: unknown, selector: unknown) => defined({ name, selector });
+  const valueTarget = (value: unknown, average: unknown) =>
+    value !== undefined ? { type: 'Value', value } : { type: 'AverageValue', averageValue: average };
+  switch (m.type) {
+    case 'Resource':
+      return {
+        type: 'Resource',
+        resource: { name: o(m.resource).name, target: v2Target(o(m.resource), 'target') },
+      };
+    case 'ContainerResource': {
+      const c = o(m.containerResource);
+      return {
+        type: 'ContainerResource',
+        containerResource: { name: c.name, container: c.container, target: v2Target(c, 'target') },
+      };
+    }
+    case 'Pods': {
+      const p = o(m.pods);
+      return {
+        type: 'Pods',
+        pods: {
+          metric: metric(p.metricName, p.selector),
+          target: { type: 'AverageValue', averageValue: p.targetAverageValue },
+        },
+      };
+    }
+    case 'Object': {
+      const x = o(m.object);
+      return {
+        type: 'Object',
+        object: defined({
+          describedObject: x.target,
+          metric: metric(x.metricName, x.selector),
+          target: valueTarget(x.targetValue, x.averageValue),
+        }),
+      };
+    }
+    case 'External': {
+      const x = o(m.external);
+      return {
+        type: 'External',
+        external: {
+          metric: metric(x.metricName, x.metricSelector),
+          target: valueTarget(x.targetValue, x.targetAverageValue),
+        },
+      };
+    }
+    default:
+      return m;
+  }
+}
+
+function statusToV1(m: Obj): Obj {
+  if (m.type === 'Resource')
+    return {
+      type: 'Resource',
+      resource: { name: o(m.resource).name, ...v1Target(o(o(m.resource).current), 'current') },
+    };
+  if (m.type === 'ContainerResource') {
+    const c = o(m.containerResource);
+    return {
+      type: 'ContainerResource',
+      containerResource: { name: c.name, container: c.container, ...v1Target(o(c.current), 'current') },
+    };
+  }
+  return m;
+}
+
+function statusToV2(m: Obj): Obj {
+  if (m.type === 'Resource')
+    return {
+      type: 'Resource',
+      resource: { name: o(m.resource).name, current: v2Target(o(m.resource), 'current') },
+    };
+  if (m.type === 'ContainerResource') {
+    const c = o(m.containerResource);
+    return {
+      type: 'ContainerResource',
+      containerResource: { name: c.name, container: c.container, current: v2Target(c, 'current') },
+    };
+  }
+  return m;
+}
+
+function parseAnnotation(annotations: Obj, key: string): unknown {
+  const text = annotations[key];
+  if (typeof text !== 'string') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    // A hand-edited annotation that is not JSON carries nothing we can keep.
+    return undefined;
+  }
+}
+
 /**
- * A v1 HPA in its v2 form: targetCPUUtilizationPercentage as a CPU Resource metric,
- * currentCPUUtilizationPercentage as its current metric. (Kubernetes keeps v2's other
- * metrics in v1 annotations; a v1 client here sees only the CPU target.)
+ * A v1 HPA in its v2 form: targetCPUUtilizationPercentage as a CPU Resource metric, the
+ * other metrics, behavior and conditions from the v1 annotations (which it drops).
  */
-export function hpaV1ToV2(o: Obj): Obj {
-  const spec = isObj(o.spec) ? o.spec : {};
-  const status = isObj(o.status) ? o.status : undefined;
+export function hpaV1ToV2(obj: Obj): Obj {
+  const spec = o(obj.spec);
+  const meta = o(obj.metadata);
+  const annotations = o(meta.annotations);
   const { targetCPUUtilizationPercentage, ...restSpec } = spec;
-  const out: Obj = { ...o, apiVersion: 'autoscaling/v2', spec: { ...restSpec } };
-  const target =
-    typeof targetCPUUtilizationPercentage === 'number' ? targetCPUUtilizationPercentage : undefined;
-  (out.spec as Obj).metrics = [
-    {
+  const others = parseAnnotation(annotations, METRICS_ANNOTATION);
+  const behavior = parseAnnotation(annotations, BEHAVIOR_ANNOTATION);
+  const kept = Object.fromEntries(Object.entries(annotations).filter(([k]) => !V1_ANNOTATIONS.includes(k)));
+  const metrics: Obj[] = [];
+  if (typeof targetCPUUtilizationPercentage === 'number')
+    metrics.push({
       type: 'Resource',
       resource: {
         name: 'cpu',
-        target: { type: 'Utilization', averageUtilization: target ?? DEFAULT_CPU_UTILIZATION },
+        target: { type: 'Utilization', averageUtilization: targetCPUUtilizationPercentage },
       },
-    },
-  ];
+    });
+  if (Array.isArray(others)) metrics.push(...others.filter(isObj).map(metricToV2));
+  // v1 without a target means 80% of the CPU requests.
+  if (metrics.length === 0)
+    metrics.push({
+      type: 'Resource',
+      resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: DEFAULT_CPU_UTILIZATION } },
+    });
+  const out: Obj = {
+    ...obj,
+    apiVersion: 'autoscaling/v2',
+    metadata: defined({ ...meta, annotations: Object.keys(kept).length ? kept : undefined }),
+    spec: { ...restSpec, metrics, ...(isObj(behavior) ? { behavior } : {}) },
+  };
+  const status = isObj(obj.status) ? obj.status : undefined;
   if (status) {
     const { currentCPUUtilizationPercentage, ...restStatus } = status;
+    const current: Obj[] = [];
+    if (typeof currentCPUUtilizationPercentage === 'number')
+      current.push({
+        type: 'Resource',
+        resource: { name: 'cpu', current: { averageUtilization: currentCPUUtilizationPercentage } },
+      });
+    const otherCurrent = parseAnnotation(annotations, CURRENT_METRICS_ANNOTATION);
+    if (Array.isArray(otherCurrent)) current.push(...otherCurrent.filter(isObj).map(statusToV2));
+    const conditions = parseAnnotation(annotations, CONDITIONS_ANNOTATION);
     out.status = {
       ...restStatus,
-      ...(typeof currentCPUUtilizationPercentage === 'number'
-        ? {
-            currentMetrics: [
-              {
-                type: 'Resource',
-                resource: { name: 'cpu', current: { averageUtilization: currentCPUUtilizationPercentage } },
-              },
-            ],
-          }
-        : {}),
+      ...(current.length ? { currentMetrics: current } : {}),
+      ...(Array.isArray(conditions) ? { conditions } : {}),
     };
   }
   return out;
 }
 
-/** A stored (v2) HPA as autoscaling/v1 shows it: its CPU utilization target, if it has one. */
-export function hpaV2ToV1(o: Obj): Obj {
-  const spec = isObj(o.spec) ? o.spec : {};
-  const { metrics, behavior: _behavior, ...restSpec } = spec;
-  const cpu = (Array.isArray(metrics) ? metrics : [])
-    .filter(isObj)
-    .find((m) => m.type === 'Resource' && isObj(m.resource) && m.resource.name === 'cpu');
-  const target = cpu && isObj(cpu.resource) && isObj(cpu.resource.target) ? cpu.resource.target : undefined;
-  const out: Obj = { ...o, apiVersion: 'autoscaling/v1', spec: { ...restSpec } };
-  if (target?.type === 'Utilization' && typeof target.averageUtilization === 'number')
-    (out.spec as Obj).targetCPUUtilizationPercentage = target.averageUtilization;
-  const status = isObj(o.status) ? o.status : undefined;
+/** A stored (v2) HPA as autoscaling/v1 shows it: its CPU utilization target, the rest in annotations. */
+export function hpaV2ToV1(obj: Obj): Obj {
+  const spec = o(obj.spec);
+  const meta = o(obj.metadata);
+  const { metrics, behavior, ...restSpec } = spec;
+  const all = (Array.isArray(metrics) ? metrics : []).filter(isObj);
+  const cpu = all.find(isCpuUtilization);
+  const others = all.filter((m) => m !== cpu);
+  const annotations: Obj = { ...o(meta.annotations) };
+  if (others.length) annotations[METRICS_ANNOTATION] = JSON.stringify(others.map(metricToV1));
+  if (isObj(behavior)) annotations[BEHAVIOR_ANNOTATION] = JSON.stringify(behavior);
+  const out: Obj = { ...obj, apiVersion: 'autoscaling/v1', spec: { ...restSpec } };
+  if (cpu) (out.spec as Obj).targetCPUUtilizationPercentage = o(o(cpu.resource).target).averageUtilization;
+  const status = isObj(obj.status) ? obj.status : undefined;
   if (status) {
-    const { currentMetrics, conditions: _conditions, ...restStatus } = status;
-    const current = (Array.isArray(currentMetrics) ? currentMetrics : [])
-      .filter(isObj)
-      .find((m) => m.type === 'Resource' && isObj(m.resource) && m.resource.name === 'cpu');
-    const util =
-      current && isObj(current.resource) && isObj(current.resource.current)
-        ? current.resource.current.averageUtilization
-        : undefined;
+    const { currentMetrics, conditions, ...restStatus } = status;
+    const current = (Array.isArray(currentMetrics) ? currentMetrics : []).filter(isObj);
+    const cpuNow = current.find((m) => m.type === 'Resource' && o(m.resource).name === 'cpu');
+    const util = o(o(cpuNow?.resource).current).averageUtilization;
+    const otherCurrent = current.filter((m) => m !== cpuNow);
+    if (otherCurrent.length)
+      annotations[CURRENT_METRICS_ANNOTATION] = JSON.stringify(otherCurrent.map(statusToV1));
+    if (Array.isArray(conditions) && conditions.length)
+      annotations[CONDITIONS_ANNOTATION] = JSON.stringify(conditions);
     out.status = {
       ...restStatus,
       ...(typeof util === 'number' ? { currentCPUUtilizationPercentage: util } : {}),
     };
   }
+  out.metadata = defined({ ...meta, annotations: Object.keys(annotations).length ? annotations : undefined });
   return out;
 }
