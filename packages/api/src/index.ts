@@ -1,5 +1,6 @@
 // @kubit/api: the resource model every Kubit component shares. No I/O.
 
+export * from './autoscaling.js';
 export * from './cron-schedule.js';
 export * from './defaults.js';
 export * from './duration.js';

@@ -587,6 +587,26 @@ export const kinds: readonly KindInfo[] = Object.freeze([
     shortNames: ['pc'],
   }),
   define({
+    group: 'autoscaling',
+    version: 'v2',
+    kind: 'HorizontalPodAutoscaler',
+    resource: 'horizontalpodautoscalers',
+    namespaced: true,
+    shortNames: ['hpa'],
+    subresources: ['status'],
+    categories: ['all'],
+  }),
+  define({
+    group: 'autoscaling',
+    version: 'v1',
+    kind: 'HorizontalPodAutoscaler',
+    resource: 'horizontalpodautoscalers',
+    namespaced: true,
+    shortNames: ['hpa'],
+    subresources: ['status'],
+    categories: ['all'],
+  }),
+  define({
     group: 'apiextensions.k8s.io',
     version: 'v1',
     kind: 'CustomResourceDefinition',
@@ -601,7 +621,9 @@ const byApiVersionKind = new Map<string, KindInfo>();
 const byGroupResource = new Map<string, KindInfo>();
 for (const k of kinds) {
   byApiVersionKind.set(`${k.apiVersion}\u0000${k.kind}`, k);
-  byGroupResource.set(`${k.group}\u0000${k.resource}`, k);
+  // A resource served in two versions (autoscaling's HPAs) resolves to the first, preferred one.
+  if (!byGroupResource.has(`${k.group}\u0000${k.resource}`))
+    byGroupResource.set(`${k.group}\u0000${k.resource}`, k);
 }
 
 /** The kind for an apiVersion ("v1", "apps/v1") and kind ("Pod"). */

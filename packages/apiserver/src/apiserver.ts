@@ -5,7 +5,7 @@ import { isIPv4 } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { apiServerServiceIP, formatIPv4 } from '@kubit/api';
 import type { Logger } from '@kubit/daemon';
-import { Counter, Histogram, type Registry, StartupError } from '@kubit/daemon';
+import { Counter, durationArg, Histogram, type Registry, StartupError } from '@kubit/daemon';
 import type { FastifyInstance } from 'fastify';
 import { limitRangerAdmission } from './admission/limitranger.js';
 import { PriorityAdmission } from './admission/priority.js';
@@ -16,6 +16,7 @@ import { type Authorizer, NodeAuthorizer, RbacAuthorizer, UnionAuthorizer } from
 import { bootstrap } from './bootstrap.js';
 import { CrdServing } from './crd/serving.js';
 import { apiExtensionKinds, builtinKinds, KindRegistry } from './kinds/index.js';
+import { ResourceMetricsScraper } from './metrics/scraper.js';
 import { loadProtobufSchema } from './protobuf.js';
 import { type CreateAdmission, Rest } from './rest.js';
 import { ServiceAccountAdmission } from './sa-admission.js';
@@ -58,6 +59,8 @@ export interface ApiServerOptions {
   serviceClusterIpRange?: string;
   /** --service-node-port-range (default 30000-32767). */
   serviceNodePortRange?: string;
+  /** --metric-resolution: how often kubelets are scraped for metrics.k8s.io (a duration, "15s" by default). */
+  metricResolution?: string;
   /** --advertise-address: the address the `kubernetes` Service's endpoints list for this apiserver. */
   advertiseAddress?: string;
 }
@@ -238,6 +241,19 @@ export async function startApiServer(
       registers: [registry],
     }),
   );
+  let metricResolutionMs: number;
+  try {
+    metricResolutionMs = durationArg(opts.metricResolution ?? '15s');
+  } catch (err) {
+    throw new StartupError(`--metric-resolution: ${(err as Error).message}`);
+  }
+  if (metricResolutionMs < 1000) throw new StartupError('--metric-resolution: must be at least 1s');
+  const metricsScraper = new ResourceMetricsScraper({
+    nodes: caches.get('nodes')!,
+    kubeletTls,
+    log,
+    resolutionMs: metricResolutionMs,
+  });
   const kubernetesService = new ApiServerEndpoints({
     store,
     rest: new Rest(store, kinds, caches, log),
@@ -266,6 +282,7 @@ export async function startApiServer(
       background = true;
       repair.start();
       kubernetesService.start();
+      metricsScraper.start();
     }
   });
 
@@ -316,6 +333,7 @@ export async function startApiServer(
     log,
     registry,
     kubeletTls,
+    metrics: { scraper: metricsScraper, nodes: caches.get('nodes')!, pods: caches.get('pods')! },
     tls: { cert, key, ca },
     serverAddress: `${opts.bindAddress}:${opts.securePort}`,
     bookmarkIntervalMs: opts.bookmarkIntervalMs,
@@ -342,6 +360,7 @@ export async function startApiServer(
     url,
     async stop() {
       startup.stop();
+      await metricsScraper.stop();
       await repair.stop();
       await kubernetesService.stop();
       await crds.stop();

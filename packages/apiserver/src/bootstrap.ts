@@ -194,6 +194,20 @@ export const bootstrapClusterRoles: KObject[] = [
       verbs: [...READ, 'delete', 'deletecollection'],
     },
     { apiGroups: ['policy'], resources: ['poddisruptionbudgets/status'], verbs: ['update', 'patch'] },
+    // HorizontalPodAutoscaler controller: its objects' status, the scale subresource of
+    // whatever they target (a custom resource's too) and the pods' resource metrics.
+    {
+      apiGroups: ['autoscaling'],
+      resources: ['horizontalpodautoscalers'],
+      verbs: [...READ, 'delete', 'deletecollection'],
+    },
+    {
+      apiGroups: ['autoscaling'],
+      resources: ['horizontalpodautoscalers/status'],
+      verbs: ['update', 'patch'],
+    },
+    { apiGroups: ['*'], resources: ['*/scale'], verbs: ['get', 'update'] },
+    { apiGroups: ['metrics.k8s.io'], resources: ['pods'], verbs: ['get', 'list'] },
     // Namespace controller: marks, empties and finalizes namespaces.
     { apiGroups: [''], resources: ['namespaces'], verbs: [...READ, 'delete'] },
     { apiGroups: [''], resources: ['namespaces/finalize', 'namespaces/status'], verbs: ['update'] },
@@ -275,6 +289,23 @@ export const bootstrapClusterRoles: KObject[] = [
     },
   ]),
   // Full use of the kubelets' API through the apiserver (nodes/<node>/proxy/stats/summary, …), as
+  // metrics-server's role of that name: reading metrics.k8s.io (kubectl top). Labelled to
+  // join the admin, edit and view roles where those aggregate; bind it to grant `top`.
+  {
+    ...clusterRole('system:aggregated-metrics-reader', [
+      { apiGroups: ['metrics.k8s.io'], resources: ['pods', 'nodes'], verbs: ['get', 'list', 'watch'] },
+    ]),
+    metadata: {
+      name: 'system:aggregated-metrics-reader',
+      labels: {
+        'kubernetes.io/bootstrapping': 'rbac-defaults',
+        'rbac.authorization.k8s.io/aggregate-to-admin': 'true',
+        'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
+        'rbac.authorization.k8s.io/aggregate-to-view': 'true',
+      },
+      annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' },
+    },
+  },
   // Kubernetes' role of that name; unbound: cluster admins have it, others are granted it.
   clusterRole('system:kubelet-api-admin', [
     { apiGroups: [''], resources: ['nodes'], verbs: [...READ, 'proxy'] },

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { KindRegistry } from './kinds/index.js';
 import { groupVersion, type KindDef, type SubresourceDef } from './kinds/types.js';
+import { METRICS_GROUP, METRICS_RESOURCES, METRICS_VERBS, METRICS_VERSION } from './metrics/api.js';
 import { OpenApiDocuments } from './openapi/documents.js';
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
@@ -58,6 +59,8 @@ export class Discovery {
   constructor(
     private readonly kinds: KindRegistry,
     private readonly serverAddress: string,
+    /** Whether metrics.k8s.io/v1beta1 is served (metrics/). */
+    private readonly servesMetrics = false,
   ) {
     this.openapi = new OpenApiDocuments(kinds, () => this.groupVersions());
   }
@@ -91,6 +94,7 @@ export class Discovery {
       if (!vs.includes(r.version)) vs.push(r.version);
       m.set(r.group, vs);
     }
+    if (this.servesMetrics) m.set(METRICS_GROUP, [METRICS_VERSION]);
     return [...m.entries()].filter(([g]) => g !== '').map(([group, versions]) => ({ group, versions }));
   }
 
@@ -122,7 +126,8 @@ export class Discovery {
   resourceList(group: string, version: string) {
     const defs = this.kinds.inGroupVersion(group, version);
     const reviews = REVIEW_RESOURCES.filter((r) => r.group === group && r.version === version);
-    if (defs.length === 0 && reviews.length === 0) return undefined;
+    const metrics = this.metricsResources(group, version);
+    if (defs.length === 0 && reviews.length === 0 && metrics.length === 0) return undefined;
     const resources: Record<string, unknown>[] = [];
     for (const d of defs) {
       resources.push({
@@ -159,12 +164,27 @@ export class Discovery {
         verbs: ['create'],
       });
     }
+    for (const r of metrics) {
+      resources.push({
+        name: r.resource,
+        singularName: r.singular,
+        namespaced: r.namespaced,
+        kind: r.kind,
+        verbs: METRICS_VERBS,
+      });
+    }
     return {
       kind: 'APIResourceList',
       apiVersion: 'v1',
       groupVersion: group ? `${group}/${version}` : version,
       resources,
     };
+  }
+
+  private metricsResources(group: string, version: string) {
+    return this.servesMetrics && group === METRICS_GROUP && version === METRICS_VERSION
+      ? METRICS_RESOURCES
+      : [];
   }
 
   /** apidiscovery.k8s.io/v2 APIGroupDiscoveryList for /api (legacy) or /apis. */
@@ -199,6 +219,13 @@ export class Discovery {
                       })),
                     }
                   : {}),
+              })),
+              ...this.metricsResources(group, version).map((r) => ({
+                resource: r.resource,
+                responseKind: { group, version, kind: r.kind },
+                scope: r.namespaced ? 'Namespaced' : 'Cluster',
+                singularResource: r.singular,
+                verbs: METRICS_VERBS,
               })),
               ...reviews.map((r) => ({
                 resource: r.resource,

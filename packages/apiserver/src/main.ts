@@ -69,6 +69,11 @@ const program = new Command('kubit-apiserver')
     '--advertise-address <ip>',
     "address the `kubernetes` Service's endpoints list for this apiserver (default: the bind address, or the host's first non-loopback IPv4 address)",
   )
+  .option(
+    '--metric-resolution <duration>',
+    "how often each node's kubelet is scraped for metrics.k8s.io (kubectl top, HPAs), as metrics-server's flag",
+    '15s',
+  )
   .option('--v <level>', 'log verbosity (accepted for compatibility)')
   .action(async (o) => {
     const log = createLogger({ name: 'kubit-apiserver' });
@@ -103,6 +108,7 @@ const program = new Command('kubit-apiserver')
         serviceClusterIpRange: o.serviceClusterIpRange,
         serviceNodePortRange: o.serviceNodePortRange,
         advertiseAddress: o.advertiseAddress,
+        metricResolution: o.metricResolution,
       },
       log,
       registry,

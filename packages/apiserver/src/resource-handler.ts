@@ -8,6 +8,7 @@ import type { Authorizer, RbacAuthorizer } from './authz.js';
 import type { Discovery } from './discovery.js';
 import type { KindDef, RawExchange } from './kinds/types.js';
 import type { KubeletClientTls } from './logs.js';
+import { METRICS_GROUP, type MetricsApiDeps, serveMetrics } from './metrics/api.js';
 import { contentTypeFor, includeObject, onlyProtobuf, tableIfWanted, wantsTable } from './negotiation.js';
 import { serveGroupVersion } from './nonresource.js';
 import { failResponse } from './reply.js';
@@ -38,6 +39,8 @@ export interface ResourceServices {
   kubeletTls: KubeletClientTls;
   tokenReviewer: TokenReviewer;
   watch: WatchOptions;
+  /** metrics.k8s.io, when this apiserver gathers resource metrics. */
+  metrics?: MetricsApiDeps;
 }
 
 const WRITE_VERBS = ['create', 'update', 'patch', 'delete', 'deletecollection'];
@@ -63,6 +66,10 @@ export async function serveResource(
       info.resource === 'selfsubjectreviews'
         ? serveSelfSubjectReview(info, ctx)
         : await serveTokenReview(info, ctx, s.tokenReviewer);
+    return out.json(r.code, r.body);
+  }
+  if (info.group === METRICS_GROUP && s.metrics) {
+    const r = serveMetrics(info, ctx, s.metrics);
     return out.json(r.code, r.body);
   }
   const def = info.def;

@@ -61,6 +61,8 @@ export interface ServerDeps {
   bookmarkIntervalMs?: number;
   /** A watch without timeoutSeconds lasts between this and twice this (spreads reconnects). */
   minRequestTimeoutSeconds?: number;
+  /** metrics.k8s.io/v1beta1 from this scraper (and the nodes and pods caches). */
+  metrics?: ResourceServices['metrics'];
   ready: () => Promise<void>;
   /** False until the store answered and the caches are filled: requests get 503 until then. */
   serving: () => boolean;
@@ -95,7 +97,7 @@ export function createServer(deps: ServerDeps): FastifyInstance {
       deps.updateAdmission,
       deps.webhooks,
     ),
-    discovery: new Discovery(deps.kinds, deps.serverAddress),
+    discovery: new Discovery(deps.kinds, deps.serverAddress, !!deps.metrics),
     authz: deps.authz,
     rbac: deps.rbac,
     kubeletTls: deps.kubeletTls,
@@ -105,6 +107,7 @@ export function createServer(deps: ServerDeps): FastifyInstance {
       minRequestTimeoutSeconds: deps.minRequestTimeoutSeconds ?? 1800,
       openWatches: metrics.openWatches,
     },
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
   };
 
   app.removeAllContentTypeParsers();

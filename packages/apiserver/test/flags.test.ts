@@ -78,6 +78,7 @@ describe('apiserverArgs', () => {
       serviceAccountMaxTokenExpirationSeconds: 86400,
       serviceClusterIpRange: '10.96.0.0/12',
       serviceNodePortRange: '30000-32767',
+      metricResolution: '15s',
       advertiseAddress: '10.0.0.1',
     };
     const args = apiserverArgs(every);

@@ -120,6 +120,7 @@ function messageOf(apiVersionKind: string): string {
       v1: 'k8s.io.api.core.v1',
       apps: 'k8s.io.api.apps.v1',
       batch: 'k8s.io.api.batch.v1',
+      autoscaling: 'k8s.io.api.autoscaling.v1',
       'rbac.authorization.k8s.io': 'k8s.io.api.rbac.v1',
       'events.k8s.io': 'k8s.io.api.events.v1',
       policy: 'k8s.io.api.policy.v1',

@@ -28,6 +28,7 @@ export const KNOWN_CONTROLLERS = [
   'pv-protection',
   'ephemeral-volume',
   'resourcequota',
+  'horizontalpodautoscaling',
 ] as const;
 export type ControllerName = (typeof KNOWN_CONTROLLERS)[number];
 

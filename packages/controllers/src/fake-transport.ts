@@ -13,6 +13,7 @@ import {
   type TransportResponse,
 } from '@kubit/client';
 import type { FakeCluster } from './fake-cluster.js';
+import { hpaResource } from './hpa/api.js';
 
 interface ParsedPath {
   resource: ResourceRef;
@@ -20,7 +21,8 @@ interface ParsedPath {
   query: URLSearchParams;
 }
 
-const KNOWN: readonly ResourceRef[] = Object.values(resources);
+// The built-in resources, and those a controller defines for itself (the HPA's autoscaling/v2).
+const KNOWN: readonly ResourceRef[] = [...Object.values(resources), hpaResource];
 
 /** Reads "/api/v1/namespaces/ns/pods?watch=true" into the resource, namespace and query. */
 export function parseCollectionPath(path: string): ParsedPath | undefined {

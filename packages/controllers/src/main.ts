@@ -48,6 +48,11 @@ interface Flags {
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
   rootCaFile?: string;
+  horizontalPodAutoscalerSyncPeriod: number;
+  horizontalPodAutoscalerDownscaleStabilization: number;
+  horizontalPodAutoscalerTolerance: number;
+  horizontalPodAutoscalerCpuInitializationPeriod: number;
+  horizontalPodAutoscalerInitialReadinessDelay: number;
   v?: number;
 }
 
@@ -121,6 +126,40 @@ const program = new Command('kubit-controller-manager')
     '--root-ca-file <file>',
     'the CA bundle published as the kube-root-ca.crt ConfigMap in every namespace (pods verify the apiserver with it)',
   )
+  .option(
+    '--horizontal-pod-autoscaler-sync-period <duration>',
+    'how often each HorizontalPodAutoscaler is synced',
+    durationArg,
+    15_000,
+  )
+  .option(
+    '--horizontal-pod-autoscaler-downscale-stabilization <duration>',
+    'how far back an HPA without behavior looks for a higher recommendation before scaling down',
+    durationArg,
+    300_000,
+  )
+  .option(
+    '--horizontal-pod-autoscaler-tolerance <ratio>',
+    'how far the usage-to-target ratio may be from 1 before an HPA scales',
+    (v: string) => {
+      const n = Number(v);
+      if (!Number.isFinite(n) || n < 0) throw new StartupError(`"${v}" is not a non-negative number`);
+      return n;
+    },
+    0.1,
+  )
+  .option(
+    '--horizontal-pod-autoscaler-cpu-initialization-period <duration>',
+    "how long after a pod's start its CPU samples count only once it is ready",
+    durationArg,
+    300_000,
+  )
+  .option(
+    '--horizontal-pod-autoscaler-initial-readiness-delay <duration>',
+    'how long after its start an unready pod is taken as never ready yet',
+    durationArg,
+    30_000,
+  )
   .option('--v <level>', 'log verbosity (ignored beyond info/debug)', intArg(0, 10))
   .action(async (flags: Flags) => {
     await run(flags);
@@ -162,6 +201,7 @@ async function run(flags: Flags): Promise<void> {
   const { EventRecorder, KubeClient, LeaderElector, SharedInformerFactory } = await import('@kubit/client');
   const { ControllerManager } = await import('./manager.js');
   const { RestCluster } = await import('./rest-cluster.js');
+  const { RestHpaApi } = await import('./hpa/api.js');
   const { customResources, servedResources } = await import('./served.js');
   let client: InstanceType<typeof KubeClient>;
   try {
@@ -193,6 +233,14 @@ async function run(flags: Flags): Promise<void> {
       served,
       customResources: () => customResources(client),
       rootCA,
+      hpaApi: new RestHpaApi(client),
+      hpa: {
+        syncPeriodMs: flags.horizontalPodAutoscalerSyncPeriod,
+        downscaleStabilizationMs: flags.horizontalPodAutoscalerDownscaleStabilization,
+        tolerance: flags.horizontalPodAutoscalerTolerance,
+        cpuInitializationPeriodMs: flags.horizontalPodAutoscalerCpuInitializationPeriod,
+        initialReadinessDelayMs: flags.horizontalPodAutoscalerInitialReadinessDelay,
+      },
       events: (component) => {
         const recorder = new EventRecorder(client, {
           component,

@@ -17,6 +17,8 @@ import { EndpointSliceMirroringController } from './endpoints/mirroring-controll
 import { endpointSliceResource } from './endpoints/shared.js';
 import { type EventSink, noEvents } from './events.js';
 import { GarbageCollector } from './garbagecollector.js';
+import { type HpaApi, hpaResource } from './hpa/api.js';
+import { HorizontalPodAutoscalerController, type HpaControllerOptions } from './hpa/controller.js';
 import { JobController } from './job/controller.js';
 import { LoadBalancerIpamController } from './loadbalancer/controller.js';
 import { parsePool } from './loadbalancer/pool.js';
@@ -59,6 +61,10 @@ export interface ManagerOptions {
   customResources?: () => Promise<readonly ResourceRef[]>;
   /** The CA bundle (PEM) published as kube-root-ca.crt in every namespace; the publisher is off without it. */
   rootCA?: string;
+  /** What the HPA controller reads beyond informers (scale subresources, metrics.k8s.io); it is off without it. */
+  hpaApi?: HpaApi;
+  /** The HPA controller's tuning (--horizontal-pod-autoscaler-* flags). */
+  hpa?: Omit<HpaControllerOptions, 'api' | 'events' | 'log'>;
   /** An event sink per reporting component ("replicaset-controller", ...). */
   events?: (component: string) => EventSink;
   log: Logger;
@@ -287,6 +293,21 @@ export class ControllerManager {
           new CronJobController(cluster, this.informers, { events: events('cronjob-controller'), log }),
         );
       } else log.warn('the apiserver serves no batch/v1 CronJobs; cronjob controller not started');
+    }
+    if (on.has('horizontalpodautoscaling')) {
+      if (served(hpaResource) && opts.hpaApi) {
+        this.controllers.push(
+          new HorizontalPodAutoscalerController(cluster, this.informers, {
+            ...opts.hpa,
+            api: opts.hpaApi,
+            events: events('horizontal-pod-autoscaler'),
+            log,
+          }),
+        );
+      } else
+        log.warn(
+          'no autoscaling/v2 HorizontalPodAutoscalers served (or no client for them); HPA controller not started',
+        );
     }
     if (on.has('service-lb-ipam') && opts.loadBalancerIPRange) {
       this.controllers.push(

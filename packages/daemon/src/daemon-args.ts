@@ -41,6 +41,8 @@ export interface ApiServerFlags {
   serviceClusterIpRange?: string;
   serviceNodePortRange?: string;
   advertiseAddress?: string;
+  /** A duration ("15s"): how often kubelets are scraped for metrics.k8s.io. */
+  metricResolution?: string;
 }
 
 /** `--flag=value` for each option given, in the apiserver's main.ts order. */
@@ -70,6 +72,7 @@ export function apiserverArgs(o: ApiServerFlags): string[] {
     ['service-account-issuer', o.serviceAccountIssuer],
     ['api-audiences', o.apiAudiences?.length ? o.apiAudiences.join(',') : undefined],
     ['service-account-max-token-expiration', o.serviceAccountMaxTokenExpirationSeconds],
+    ['metric-resolution', o.metricResolution],
   ];
   const keyFiles = (o.serviceAccountKeyFiles ?? []).map((f) => `--service-account-key-file=${f}`);
   return [

@@ -231,6 +231,21 @@ test('a pod with a kubit-disk, an emptyDir and a local-path volume: its volumes,
     assert.equal(light.node.fs, undefined);
     assert.ok((lightPod?.containers[0]?.cpu?.usageCoreNanoSeconds ?? 0) > 0);
 
+    // /metrics/resource: the same container's cumulative CPU and working set, by pod and namespace.
+    const res = await get('/metrics/resource');
+    assert.equal(res.status, 200, res.body);
+    const series =
+      /^container_cpu_usage_seconds_total\{container="c",namespace="default",pod="stats-user"\} ([0-9.e+-]+) \d+$/m.exec(
+        res.body,
+      );
+    assert.ok(series && Number(series[1]) > 0, res.body);
+    assert.match(
+      res.body,
+      /^container_memory_working_set_bytes\{container="c",namespace="default",pod="stats-user"\} [1-9]/m,
+    );
+    assert.match(res.body, /^node_cpu_usage_seconds_total [0-9.e+]+ \d+$/m);
+    assert.match(res.body, /^resource_scrape_error 0$/m);
+
     // The node: its name, its fs, CPU and memory from /proc.
     assert.equal(after.node.nodeName, 'node-1');
     assert.ok((after.node.fs?.capacityBytes ?? 0) > 0);
@@ -255,7 +270,9 @@ test('a pod with a kubit-disk, an emptyDir and a local-path volume: its volumes,
 });
 
 test("stats are the apiserver's to read: another node's certificate is refused", async () => {
-  const res = await get('/stats/summary', pki.kubeletClient('node-1'));
-  assert.equal(res.status, 403);
-  assert.equal((JSON.parse(res.body) as { kind: string }).kind, 'Status');
+  for (const path of ['/stats/summary', '/metrics/resource']) {
+    const res = await get(path, pki.kubeletClient('node-1'));
+    assert.equal(res.status, 403, path);
+    assert.equal((JSON.parse(res.body) as { kind: string }).kind, 'Status');
+  }
 });

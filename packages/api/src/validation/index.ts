@@ -14,6 +14,7 @@ import {
   validateStatefulSet,
   validateStatefulSetUpdate,
 } from './apps-workloads.js';
+import { validateHorizontalPodAutoscaler, validateHorizontalPodAutoscalerStatus } from './autoscaling.js';
 import {
   validateCronJobCreate,
   validateCronJobUpdate,
@@ -156,6 +157,13 @@ const validators: Record<string, KindValidator> = {
   'events.k8s.io/Event': { name: nameIsDNSSubdomain, create: validateEventsV1Event },
   'policy/PodDisruptionBudget': { name: nameIsDNSSubdomain, create: validatePodDisruptionBudget },
   'networking.k8s.io/NetworkPolicy': { name: nameIsDNSSubdomain, create: validateNetworkPolicy },
+  'autoscaling/HorizontalPodAutoscaler': {
+    name: nameIsDNSSubdomain,
+    create: (o, errs) => {
+      validateHorizontalPodAutoscaler(o, errs);
+      validateHorizontalPodAutoscalerStatus(o, errs);
+    },
+  },
   '/PersistentVolume': {
     name: nameIsDNSSubdomain,
     create: validatePersistentVolume,

@@ -13,6 +13,7 @@ import {
   replicationcontrollers,
   statefulsets,
 } from './apps.js';
+import { horizontalpodautoscalers, horizontalpodautoscalersV1 } from './autoscaling.js';
 import { cronjobs, jobs } from './batch.js';
 import {
   clusterrolebindings,
@@ -137,6 +138,8 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     limitranges,
     priorityclasses,
     podtemplates,
+    horizontalpodautoscalers,
+    horizontalpodautoscalersV1,
   ];
 }
 

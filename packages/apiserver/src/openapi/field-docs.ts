@@ -212,6 +212,33 @@ export const definitionDocs: Record<string, DefinitionDocs> = {
       concurrencyPolicy: 'What to do when a run is due while the last still runs: Allow, Forbid or Replace.',
     },
   },
+  'io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler': {
+    about: "Scales a workload's replicas to keep its pods' metrics (CPU, memory) near their targets.",
+  },
+  'io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec': {
+    about: 'The desired state of a HorizontalPodAutoscaler.',
+    required: { '': ['scaleTargetRef', 'maxReplicas'] },
+    fields: {
+      scaleTargetRef:
+        'The object to scale, through its scale subresource (a Deployment, a StatefulSet, ...).',
+      minReplicas: 'The fewest replicas it scales down to (at least 1). Defaults to 1.',
+      maxReplicas: 'The most replicas it scales up to; not below minReplicas.',
+      metrics:
+        "What to measure and the target for each; the replicas follow the most demanding. Defaults to 80% of the pods' CPU requests.",
+      behavior: 'How fast it scales up and down: stabilization windows and scaling policies.',
+    },
+  },
+  'io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler': {
+    about: 'A HorizontalPodAutoscaler in its v1 form: a CPU utilization target only.',
+  },
+  'io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerSpec': {
+    about: 'The desired state of a HorizontalPodAutoscaler (v1).',
+    required: { '': ['scaleTargetRef', 'maxReplicas'] },
+    fields: {
+      targetCPUUtilizationPercentage:
+        "The pods' average CPU use to keep, as a percentage of their requests. Defaults to 80.",
+    },
+  },
   'io.k8s.api.core.v1.Service': {
     about: 'A stable virtual address and DNS name in front of the pods a selector matches.',
   },

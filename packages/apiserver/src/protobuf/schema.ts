@@ -57,6 +57,7 @@ const KINDS: Record<string, string> = {
   'apps/v1/ReplicaSet': 'k8s.io.api.apps.v1.ReplicaSet',
   'batch/v1/Job': 'k8s.io.api.batch.v1.Job',
   'batch/v1/CronJob': 'k8s.io.api.batch.v1.CronJob',
+  'autoscaling/v1/HorizontalPodAutoscaler': 'k8s.io.api.autoscaling.v1.HorizontalPodAutoscaler',
   'rbac.authorization.k8s.io/v1/Role': 'k8s.io.api.rbac.v1.Role',
   'rbac.authorization.k8s.io/v1/ClusterRole': 'k8s.io.api.rbac.v1.ClusterRole',
   'rbac.authorization.k8s.io/v1/RoleBinding': 'k8s.io.api.rbac.v1.RoleBinding',

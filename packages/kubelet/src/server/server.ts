@@ -12,6 +12,7 @@ import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from '../pods/labels.js';
 import type { PodManager } from '../pods/manager.js';
 import { restartCountOf } from '../pods/status.js';
 import { fileExists, readContainerLog } from './logs.js';
+import { RESOURCE_METRICS_CONTENT_TYPE, renderResourceMetrics } from './resource-metrics.js';
 import type { StatsCollector } from './stats-sources.js';
 import { failureStatus } from './status.js';
 import { registerStreaming } from './streaming.js';
@@ -67,7 +68,9 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Fa
       : 'only the apiserver (group system:masters) may read pods, stats and logs or stream here';
   };
   app.addHook('onRequest', async (req, reply) => {
-    const guarded = ['/containerLogs/', '/pods', '/stats'].some((p) => req.url.startsWith(p));
+    const guarded = ['/containerLogs/', '/pods', '/stats', '/metrics/resource'].some((p) =>
+      req.url.startsWith(p),
+    );
     if (!guarded) return;
     const denied = apiserverOnly(req.raw);
     if (denied) await status(reply, 403, 'Forbidden', denied);
@@ -88,6 +91,14 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Fa
   app.get<{ Querystring: Record<string, string> }>('/stats/summary', async (req, reply) => {
     if (!opts.stats) return status(reply, 404, 'NotFound', 'this kubelet serves no stats');
     return opts.stats.summary({ onlyCpuAndMemory: req.query.only_cpu_and_memory === 'true' });
+  });
+
+  // metrics-server's scrape: the same CRI stats as the Summary, as cumulative counters
+  // (the scraper computes rates from its own two samples), so reading it moves no rate here.
+  app.get('/metrics/resource', async (_req, reply) => {
+    if (!opts.stats) return status(reply, 404, 'NotFound', 'this kubelet serves no stats');
+    const summary = await opts.stats.summary({ onlyCpuAndMemory: true, keepRates: true });
+    return reply.type(RESOURCE_METRICS_CONTENT_TYPE).send(renderResourceMetrics(summary));
   });
 
   app.get<{

@@ -139,16 +139,18 @@ export function parseMeminfo(text: string): {
 class CpuRates {
   private readonly last = new Map<string, { at: number; usage: number }>();
 
-  sample(key: string, usageCoreNanoSeconds: number, at: number): CpuSample {
+  /** `record` false: the rate since the last recorded read, leaving that read the reference. */
+  sample(key: string, usageCoreNanoSeconds: number, at: number, record = true): CpuSample {
     const prev = this.last.get(key);
-    this.last.set(key, { at, usage: usageCoreNanoSeconds });
+    if (record || !prev) this.last.set(key, { at, usage: usageCoreNanoSeconds });
     if (!prev || at <= prev.at || usageCoreNanoSeconds < prev.usage) return { usageCoreNanoSeconds };
     const rate = ((usageCoreNanoSeconds - prev.usage) * 1000) / (at - prev.at);
     return { usageCoreNanoSeconds, usageNanoCores: Math.round(rate) };
   }
 
   /** Forgets the keys not seen in the last read, so removed containers do not pile up. */
-  keep(keys: Set<string>): void {
+  keep(keys: Set<string>, record = true): void {
+    if (!record) return;
     for (const k of this.last.keys()) if (k !== 'node' && !keys.has(k)) this.last.delete(k);
   }
 }
@@ -241,6 +243,7 @@ export class StatsCollector {
     running: { container: Container; stats: ContainerStats }[],
     seen: Set<string>,
     logsDeadline: number | undefined,
+    record: boolean,
   ): Promise<ContainerSample[]> {
     // The newest running instance of each container.
     const newest = new Map<string, { container: Container; stats: ContainerStats }>();
@@ -262,7 +265,7 @@ export class StatsCollector {
       out.push({
         name,
         startedAt: Math.floor(c.createdAt / 1e6),
-        cpu: this.rates.sample(c.id, stats.cpuUsageCoreNanoSeconds, now),
+        cpu: this.rates.sample(c.id, stats.cpuUsageCoreNanoSeconds, now, record),
         memoryWorkingSetBytes: stats.memoryWorkingSetBytes,
         ...(logs ? { logs } : {}),
       });
@@ -278,9 +281,14 @@ export class StatsCollector {
     return { ...fs, usedBytes: images.usedBytes, inodesUsed: images.inodesUsed };
   }
 
-  /** The Summary; `onlyCpuAndMemory` (metrics-server's query) skips every filesystem and walk. */
-  async summary(opts: { onlyCpuAndMemory?: boolean } = {}): Promise<Summary> {
+  /**
+   * The Summary; `onlyCpuAndMemory` (metrics-server's query) skips every filesystem and walk.
+   * `keepRates`: this read is not a new reference for the CPU rates (/metrics/resource, whose
+   * frequent scrapes would otherwise shorten the interval /stats/summary's rates span).
+   */
+  async summary(opts: { onlyCpuAndMemory?: boolean; keepRates?: boolean } = {}): Promise<Summary> {
     const full = !opts.onlyCpuAndMemory;
+    const record = !opts.keepRates;
     const proc = this.opts.procDir ?? '/proc';
     const [stat, meminfo] = await Promise.all([
       readFile(join(proc, 'stat'), 'utf8').catch(() => undefined),
@@ -296,11 +304,11 @@ export class StatsCollector {
       const mine = running.get(pod.metadata?.uid ?? '') ?? [];
       pods.push({
         pod,
-        containers: await this.containersOf(pod, mine, seen, full ? walkDeadline : undefined),
+        containers: await this.containersOf(pod, mine, seen, full ? walkDeadline : undefined, record),
         volumes: full ? await this.volumesOf(pod, walkDeadline) : new Map(),
       });
     }
-    this.rates.keep(seen);
+    this.rates.keep(seen, record);
     const imageFs = full ? await this.imageFs() : undefined;
     // Directories not asked about for a while belong to pods that are gone.
     const stale = time.getTime() - 6 * (this.opts.walkCacheMs ?? 10_000);
@@ -312,7 +320,9 @@ export class StatsCollector {
       onlyCpuAndMemory: !full,
       ...(full ? { nodeFs: await fsUsageOf(this.opts.rootDir) } : {}),
       ...(imageFs ? { imageFs } : {}),
-      ...(cpu ? { nodeCpu: this.rates.sample('node', cpu.usageCoreNanoSeconds, time.getTime()) } : {}),
+      ...(cpu
+        ? { nodeCpu: this.rates.sample('node', cpu.usageCoreNanoSeconds, time.getTime(), record) }
+        : {}),
       ...(meminfo ? { nodeMemory: parseMeminfo(meminfo) } : {}),
       pods,
     });
