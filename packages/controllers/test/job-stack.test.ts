@@ -287,7 +287,8 @@ test('a controller manager restart in the middle of a Job loses no completion an
 });
 
 test('ttlSecondsAfterFinished deletes the finished Job and its pods', async () => {
-  await client.create(resources.jobs, w(newJob('ttl', { ttlSecondsAfterFinished: 1 })), { namespace: NS });
+  // 5 s, not 1: on a busy machine a 1 s TTL could delete the Job before runToEnd saw it finished.
+  await client.create(resources.jobs, w(newJob('ttl', { ttlSecondsAfterFinished: 5 })), { namespace: NS });
   await runToEnd('ttl');
   await until('the Job deleted', async () => {
     try {
