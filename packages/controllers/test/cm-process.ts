@@ -1,7 +1,7 @@
 // Starting kubit-controller-manager as a real process for the integration tests.
 import { request } from 'node:https';
 import type { KubeClient } from '@kubit/client';
-import { type ControlPlane, startDaemon, type TestProcess } from '@kubit/testkit';
+import { type ControlPlane, freePort, startDaemon, type TestProcess } from '@kubit/testkit';
 
 /** What the client's write verbs take; kubernetes-types objects are the same on the wire. */
 export type Wire = Parameters<KubeClient['create']>[1];
@@ -29,6 +29,42 @@ export function startControllerManager(
     ],
     logDir: cp.logDir,
   });
+}
+
+/**
+ * A controller manager running only `controllers` (with `controllerArgs`) and a
+ * scheduler, neither leader-elected, logging to `logDir`: the stack tests' way to
+ * put real pods on their real nodes.
+ */
+export async function startSchedulerAndControllers(
+  cp: ControlPlane,
+  logDir: string,
+  controllers: string[],
+  controllerArgs: string[] = [],
+): Promise<TestProcess[]> {
+  const cmKubeconfig = await cp.kubeconfigFor('controller-manager', cp.pki.controllerManager);
+  const schedKubeconfig = await cp.kubeconfigFor('kube-scheduler', cp.pki.scheduler);
+  const serving = async () => [`--secure-port=${await freePort()}`, '--bind-address=127.0.0.1'];
+  return [
+    startDaemon({
+      name: 'controller-manager',
+      pkg: 'controllers',
+      args: [
+        `--kubeconfig=${cmKubeconfig}`,
+        '--leader-elect=false',
+        `--controllers=${controllers.join(',')}`,
+        ...controllerArgs,
+        ...(await serving()),
+      ],
+      logDir,
+    }),
+    startDaemon({
+      name: 'scheduler',
+      pkg: 'scheduler',
+      args: [`--kubeconfig=${schedKubeconfig}`, '--leader-elect=false', ...(await serving())],
+      logDir,
+    }),
+  ];
 }
 
 /** GET over HTTPS accepting the daemon's self-signed serving certificate. */

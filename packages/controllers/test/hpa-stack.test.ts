@@ -24,7 +24,6 @@ import {
   pushTestImages,
   startContainerd,
   startControlPlane,
-  startDaemon,
   startRegistry,
   startTestKubelet,
   type TestContainerd,
@@ -34,7 +33,7 @@ import {
   waitFor,
 } from '@kubit/testkit';
 import { hpaResource } from '../src/hpa/api.js';
-import { w } from './cm-process.js';
+import { startSchedulerAndControllers, w } from './cm-process.js';
 
 const NODE = 'node-a';
 const NS = 'default';
@@ -47,10 +46,6 @@ let kubelet: TestProcess | undefined;
 let root: { path: string; cleanup: () => Promise<void> } | undefined;
 let client: KubeClient | undefined;
 const daemons: TestProcess[] = [];
-
-function start(name: string, pkg: string, args: string[]): TestProcess {
-  return startDaemon({ name, pkg, args, logDir: root?.path ?? '' });
-}
 
 async function kubectl(
   args: string[],
@@ -116,23 +111,13 @@ before(async () => {
     logFile: join(root.path, `kubelet-${NODE}.log`),
     name: `kubelet-${NODE}`,
   }));
-  const cmKubeconfig = await plane.kubeconfigFor('controller-manager', plane.pki.controllerManager);
-  const schedKubeconfig = await plane.kubeconfigFor('kube-scheduler', plane.pki.scheduler);
   daemons.push(
-    start('controller-manager', 'controllers', [
-      `--kubeconfig=${cmKubeconfig}`,
-      '--leader-elect=false',
-      '--controllers=deployment,replicaset,horizontalpodautoscaling',
-      '--horizontal-pod-autoscaler-sync-period=2s',
-      `--secure-port=${await freePort()}`,
-      '--bind-address=127.0.0.1',
-    ]),
-    start('scheduler', 'scheduler', [
-      `--kubeconfig=${schedKubeconfig}`,
-      '--leader-elect=false',
-      `--secure-port=${await freePort()}`,
-      '--bind-address=127.0.0.1',
-    ]),
+    ...(await startSchedulerAndControllers(
+      plane,
+      root?.path ?? '',
+      ['deployment', 'replicaset', 'horizontalpodautoscaling'],
+      ['--horizontal-pod-autoscaler-sync-period=2s'],
+    )),
   );
   client = KubeClient.fromKubeconfig({ kubeconfig: plane.kubeconfigPath });
   await waitFor(

@@ -15,11 +15,9 @@ import { KubeClient, resources } from '@kubit/client';
 import { unmountUnder } from '@kubit/cri/node-teardown';
 import {
   type ControlPlane,
-  freePort,
   pushTestImages,
   startContainerd,
   startControlPlane,
-  startDaemon,
   startRegistry,
   startTestKubelet,
   type TestContainerd,
@@ -28,7 +26,7 @@ import {
   tempDir,
   waitFor,
 } from '@kubit/testkit';
-import { w } from './cm-process.js';
+import { startSchedulerAndControllers, w } from './cm-process.js';
 
 const NODES = ['node-a', 'node-b'];
 const NS = 'default';
@@ -66,10 +64,6 @@ function logs(): string {
     .join('\n');
 }
 
-function start(name: string, pkg: string, args: string[]): TestProcess {
-  return startDaemon({ name, pkg, args, logDir: root?.path ?? '' });
-}
-
 async function startNode(plane: ControlPlane, reg: TestRegistry, name: string): Promise<RealNode> {
   const containerd = await startContainerd({ mirror: reg.host });
   const dir = root?.path ?? '';
@@ -99,24 +93,13 @@ before(async () => {
   const reg = registry!;
   await pushTestImages(reg.host);
   for (const name of NODES) nodes.push(await startNode(plane, reg, name));
-  const cmKubeconfig = await plane.kubeconfigFor('controller-manager', plane.pki.controllerManager);
-  const schedKubeconfig = await plane.kubeconfigFor('kube-scheduler', plane.pki.scheduler);
   daemons.push(
-    start('controller-manager', 'controllers', [
-      `--kubeconfig=${cmKubeconfig}`,
-      '--leader-elect=false',
-      '--controllers=replicaset,nodelifecycle,garbagecollector,podgc',
-      '--node-monitor-grace-period=10s',
-      '--node-monitor-period=1s',
-      `--secure-port=${await freePort()}`,
-      '--bind-address=127.0.0.1',
-    ]),
-    start('scheduler', 'scheduler', [
-      `--kubeconfig=${schedKubeconfig}`,
-      '--leader-elect=false',
-      `--secure-port=${await freePort()}`,
-      '--bind-address=127.0.0.1',
-    ]),
+    ...(await startSchedulerAndControllers(
+      plane,
+      root?.path ?? '',
+      ['replicaset', 'nodelifecycle', 'garbagecollector', 'podgc'],
+      ['--node-monitor-grace-period=10s', '--node-monitor-period=1s'],
+    )),
   );
   client = KubeClient.fromKubeconfig({ kubeconfig: plane.kubeconfigPath });
 });
