@@ -5,7 +5,7 @@
 // by its stabilization window.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { HorizontalPodAutoscaler, Pod } from '@kubit/api';
+import { type HorizontalPodAutoscaler, notFound, type Pod } from '@kubit/api';
 import { type ResourceRef, resources as res } from '@kubit/client';
 import { RecordingEvents } from '../src/events.js';
 import { type HpaApi, hpaResource, type Scale, type TargetRef } from '../src/hpa/api.js';
@@ -26,8 +26,8 @@ class FakeHpaApi implements HpaApi {
   async getScale(_ns: string, ref: TargetRef) {
     const replicas = this.replicas.get(ref.name);
     if (replicas === undefined) {
-      const err = new Error(`deployments.apps "${ref.name}" not found`);
-      throw err;
+      // The real API's answer: a NotFound Status, which the controller does not retry.
+      throw notFound({ group: 'apps', resource: 'deployments' }, ref.name);
     }
     const scale: Scale = {
       metadata: { name: ref.name },
@@ -173,6 +173,10 @@ test('a target that does not exist: AbleToScale False with FailedGetScale', asyn
   await settle([s.hpa]);
   const able = await s.condition('AbleToScale');
   assert.deepEqual([able?.status, able?.reason], ['False', 'FailedGetScale']);
+  // NotFound is not retried with back-off (which would warn again within milliseconds); the
+  // next try is the periodic one, 15 s on.
+  await new Promise((r) => setTimeout(r, 100));
+  await settle([s.hpa]);
   assert.deepEqual(s.events.reasons(), ['FailedGetScale']);
 });
 
