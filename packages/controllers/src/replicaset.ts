@@ -20,9 +20,10 @@ import { type EventSink, noEvents } from './events.js';
 import { Expectations } from './expectations.js';
 import { compileSelector, labelsContain } from './labels.js';
 import { controllerOf, isPodActive, isPodAvailable, isPodReady, ownerRefFor } from './objects.js';
+import { OwnedPodEvents } from './owned-pod-events.js';
 import { podsToDelete } from './pod-ranking.js';
 
-import type { LabelSelector, OwnerReference, Pod, ReplicaSet } from './types.js';
+import type { LabelSelector, Pod, ReplicaSet } from './types.js';
 
 /** At most this many creates or deletes per sync (Kubernetes' burstReplicas). */
 export const BURST_REPLICAS = 500;
@@ -110,76 +111,18 @@ export class ReplicaSetController implements Controller {
         this.queue.add(keyOf(rs));
       },
     });
-    this.podInformer.addEventHandler({
-      onAdd: (p) => this.podAdded(p),
-      onUpdate: (old, p) => this.podUpdated(old, p),
-      onDelete: (p) => this.podDeleted(p),
-    });
-  }
-
-  // ---- event handlers: turn pod events into RS keys ----
-
-  private ownerKey(p: Pod, ref: OwnerReference | undefined = controllerOf(p)): string | undefined {
-    if (ref?.kind !== this.kind.kind || ref.apiVersion !== this.kind.apiVersion) return undefined;
-    const key = `${p.metadata?.namespace}/${ref.name}`;
-    const rs = this.rsInformer.store.getByKey(key);
-    return rs && rs.metadata?.uid === ref.uid ? key : undefined;
-  }
-
-  private enqueueMatching(p: Pod): void {
-    for (const rs of this.rsInformer.store.listInNamespace(p.metadata?.namespace ?? '')) {
-      if (compileSelector(this.kind.selector(rs))(p.metadata?.labels)) this.queue.add(keyOf(rs));
-    }
-  }
-
-  private podAdded(p: Pod): void {
-    if (p.metadata?.deletionTimestamp) {
-      this.podDeleted(p);
-      return;
-    }
-    const ref = controllerOf(p);
-    if (ref) {
-      const key = this.ownerKey(p, ref);
-      if (key) {
-        this.expectations.creationObserved(key);
-        this.queue.add(key);
-      }
-      return;
-    }
-    this.enqueueMatching(p);
-  }
-
-  private podUpdated(old: Pod, p: Pod): void {
-    if (p.metadata?.deletionTimestamp && !old.metadata?.deletionTimestamp) {
-      // A graceful delete: the pod is as good as gone for counting purposes.
-      const key = this.ownerKey(p);
-      if (key) this.expectations.deletionObserved(key, keyOf(p));
-    }
-    const oldRef = controllerOf(old);
-    const ref = controllerOf(p);
-    if (oldRef && oldRef.uid !== ref?.uid) {
-      const k = this.ownerKey(old, oldRef);
-      if (k) this.queue.add(k);
-    }
-    if (ref) {
-      const key = this.ownerKey(p, ref);
-      if (!key) return;
-      this.queue.add(key);
-      const rs = this.rsInformer.store.getByKey(key);
-      const minReady = rs?.spec?.minReadySeconds ?? 0;
-      // Availability changes with time, not with an event: look again then.
-      if (minReady > 0 && !isPodReady(old) && isPodReady(p)) this.queue.addAfter(key, minReady * 1000 + 100);
-      return;
-    }
-    const labelsChanged = JSON.stringify(old.metadata?.labels) !== JSON.stringify(p.metadata?.labels);
-    if (labelsChanged || oldRef) this.enqueueMatching(p);
-  }
-
-  private podDeleted(p: Pod): void {
-    const key = this.ownerKey(p);
-    if (!key) return;
-    this.expectations.deletionObserved(key, keyOf(p));
-    this.queue.add(key);
+    const podEvents = new OwnedPodEvents<ReplicaSet>(
+      {
+        kind: this.kind.kind,
+        apiVersion: this.kind.apiVersion,
+        owners: this.rsInformer,
+        selector: (rs) => this.kind.selector(rs),
+        minReadySeconds: (rs) => rs.spec?.minReadySeconds ?? 0,
+      },
+      this.queue,
+      this.expectations,
+    );
+    this.podInformer.addEventHandler(podEvents.handlers());
   }
 
   // ---- reconcile ----

@@ -20,7 +20,8 @@ import { type EventSink, noEvents } from '../events.js';
 import { Expectations } from '../expectations.js';
 import { compileSelector } from '../labels.js';
 import { controllerOf, isPodAvailable, isPodReady, ownerRefFor } from '../objects.js';
-import type { KubeObject, Node, OwnerReference, Pod } from '../types.js';
+import { OwnedPodEvents } from '../owned-pod-events.js';
+import type { KubeObject, Node, Pod } from '../types.js';
 import { FailedPodBackoff } from './backoff.js';
 import {
   affinityForNode,
@@ -84,6 +85,7 @@ export class DaemonSetController implements Controller {
   private readonly burst: number;
   private readonly events: EventSink;
   private readonly backoff: FailedPodBackoff;
+  private readonly podEvents: OwnedPodEvents<DaemonSet>;
 
   constructor(
     private readonly cluster: Cluster,
@@ -107,11 +109,18 @@ export class DaemonSetController implements Controller {
         this.queue.add(keyOf(ds));
       },
     });
-    this.podInformer.addEventHandler({
-      onAdd: (p) => this.podAdded(p),
-      onUpdate: (old, p) => this.podUpdated(old, p),
-      onDelete: (p) => this.podDeleted(p),
-    });
+    this.podEvents = new OwnedPodEvents<DaemonSet>(
+      {
+        kind: 'DaemonSet',
+        apiVersion: 'apps/v1',
+        owners: this.dsInformer,
+        selector: (ds) => ds.spec?.selector,
+        minReadySeconds: (ds) => ds.spec?.minReadySeconds ?? 0,
+      },
+      this.queue,
+      this.expectations,
+    );
+    this.podInformer.addEventHandler(this.podEvents.handlers());
     this.nodeInformer.addEventHandler({
       onAdd: () => this.enqueueAll(),
       onUpdate: (old, n) => {
@@ -122,7 +131,7 @@ export class DaemonSetController implements Controller {
     });
     this.crInformer.addEventHandler({
       onDelete: (cr) => {
-        const key = this.ownerKey(cr);
+        const key = this.podEvents.ownerKey(cr);
         if (key) this.queue.add(key);
       },
     });
@@ -130,68 +139,6 @@ export class DaemonSetController implements Controller {
 
   private enqueueAll(): void {
     for (const ds of this.dsInformer.store.list()) this.queue.add(keyOf(ds));
-  }
-
-  // ---- event handlers: pod events become DaemonSet keys ----
-
-  private ownerKey(o: KubeObject, ref: OwnerReference | undefined = controllerOf(o)): string | undefined {
-    if (ref?.kind !== 'DaemonSet' || ref.apiVersion !== 'apps/v1') return undefined;
-    const key = `${o.metadata?.namespace}/${ref.name}`;
-    const ds = this.dsInformer.store.getByKey(key);
-    return ds && ds.metadata?.uid === ref.uid ? key : undefined;
-  }
-
-  private enqueueMatching(p: Pod): void {
-    for (const ds of this.dsInformer.store.listInNamespace(p.metadata?.namespace ?? '')) {
-      if (compileSelector(ds.spec?.selector)(p.metadata?.labels)) this.queue.add(keyOf(ds));
-    }
-  }
-
-  private podAdded(p: Pod): void {
-    if (p.metadata?.deletionTimestamp) {
-      this.podDeleted(p);
-      return;
-    }
-    const ref = controllerOf(p);
-    if (!ref) {
-      this.enqueueMatching(p);
-      return;
-    }
-    const key = this.ownerKey(p, ref);
-    if (!key) return;
-    this.expectations.creationObserved(key);
-    this.queue.add(key);
-  }
-
-  private podUpdated(old: Pod, p: Pod): void {
-    if (p.metadata?.deletionTimestamp && !old.metadata?.deletionTimestamp) {
-      const key = this.ownerKey(p);
-      if (key) this.expectations.deletionObserved(key, keyOf(p));
-    }
-    const oldRef = controllerOf(old);
-    const ref = controllerOf(p);
-    if (oldRef && oldRef.uid !== ref?.uid) {
-      const k = this.ownerKey(old, oldRef);
-      if (k) this.queue.add(k);
-    }
-    if (ref) {
-      const key = this.ownerKey(p, ref);
-      if (!key) return;
-      this.queue.add(key);
-      const minReady = this.dsInformer.store.getByKey(key)?.spec?.minReadySeconds ?? 0;
-      // Availability comes with time, not with an event: look again then.
-      if (minReady > 0 && !isPodReady(old) && isPodReady(p)) this.queue.addAfter(key, minReady * 1000 + 100);
-      return;
-    }
-    const labelsChanged = JSON.stringify(old.metadata?.labels) !== JSON.stringify(p.metadata?.labels);
-    if (labelsChanged || oldRef) this.enqueueMatching(p);
-  }
-
-  private podDeleted(p: Pod): void {
-    const key = this.ownerKey(p);
-    if (!key) return;
-    this.expectations.deletionObserved(key, keyOf(p));
-    this.queue.add(key);
   }
 
   // ---- reconcile ----
