@@ -1,21 +1,7 @@
-// pnpm bench:deployment — kubit-controller-manager (from dist/) in the full stack
-// (3-member store, kubit-apiserver, kubit-scheduler, kubit-hollow nodes): a
-// Deployment of 1,000 replicas on 100 hollow nodes, the time until all are
-// available (and when 50/90/99 % were), then a rolling update of it (an env
-// var changes) until it is complete as `kubit rollout status` means it; and
-// the controller manager's resident memory.
-//
-//   node packages/testkit/dist/bench/deployment.js [--store=kubit-store|etcd]
-//        [--members=3] [--nodes=100] [--replicas=1000] [--timeout-seconds=900]
-//
-// Build first: npx tsc -b packages/testkit packages/apiserver packages/scheduler
-//              packages/controllers packages/kubelet packages/store
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import type { Deployment, Node, Pod } from '@kubit/api';
+import type { Deployment, Pod } from '@kubit/api';
 import { type KubeClient, resources, type Watch } from '@kubit/client';
 import type { ControlPlane } from '../src/controlplane.js';
-import { freePort, startDaemon, type TestProcess } from '../src/process.js';
+import type { TestProcess } from '../src/process.js';
 import {
   benchClient,
   machineHeader,
@@ -30,29 +16,11 @@ import {
   storeProgram,
   table,
 } from './common.js';
+import { assertRunning, startHollowStack } from './hollow-stack.js';
 
 const SCRIPT = 'bench:deployment';
 const NS = 'bench';
 const NAME = 'web';
-
-function daemon(cp: ControlPlane, name: string, pkg: string, entry: string, args: string[]): TestProcess {
-  return startDaemon({ name, pkg, entry, args, logDir: cp.logDir });
-}
-
-/** The error for a daemon that exited, with the end of its log (the log directory goes away at clean-up). */
-function exitedError(cp: ControlPlane, p: TestProcess): Error {
-  let tail = '';
-  try {
-    tail = readFileSync(join(cp.logDir, `${p.name}.log`), 'utf8')
-      .trim()
-      .split('\n')
-      .slice(-5)
-      .join('\n');
-  } catch {
-    tail = '(no log)';
-  }
-  return new Error(`${p.name} exited during the run; its log ends:\n${tail}`);
-}
 
 function deploymentBody(replicas: number): Deployment {
   return {
@@ -179,7 +147,7 @@ async function waitComplete(
   let last: Deployment | undefined;
   while (now() < end) {
     if (watch.error) throw new Error(`the pod watch failed: ${watch.error.message}`);
-    for (const p of procs) if (!p.running) throw exitedError(cp, p);
+    assertRunning(cp, procs);
     last = await client.get<Deployment>(resources.deployments, NAME, { namespace: NS });
     if (complete(last, replicas)) return { doneAt: now(), last };
     await sleep(100);
@@ -208,45 +176,11 @@ runBench(async (cleanup) => {
   const client = benchClient(cp.kubeconfigPath, 16);
   cleanup.add('client', () => client.close());
 
-  const cmKubeconfig = await cp.kubeconfigFor('controller-manager', cp.pki.controllerManager);
-  const schedKubeconfig = await cp.kubeconfigFor('kube-scheduler', cp.pki.scheduler);
   const maxPods = Math.max(110, Math.ceil((flags.replicas * 1.5) / flags.nodes) + 10);
-  progress(`starting kubit-scheduler, kubit-controller-manager and ${flags.nodes} hollow nodes`);
-  const scheduler = daemon(cp, 'scheduler', 'scheduler', 'main.ts', [
-    `--kubeconfig=${schedKubeconfig}`,
-    '--leader-elect=false',
-    `--secure-port=${await freePort()}`,
-    '--bind-address=127.0.0.1',
-  ]);
-  cleanup.add('scheduler', () => scheduler.stop());
-  const cm = daemon(cp, 'controller-manager', 'controllers', 'main.ts', [
-    `--kubeconfig=${cmKubeconfig}`,
-    '--leader-elect=false',
-    `--secure-port=${await freePort()}`,
-    '--bind-address=127.0.0.1',
-  ]);
-  cleanup.add('controller manager', () => cm.stop());
-  const hollow = daemon(cp, 'hollow', 'kubelet', 'hollow.ts', [
-    `--nodes=${flags.nodes}`,
-    '--name-prefix=hollow-',
-    `--max-pods=${maxPods}`,
-    `--kubeconfig=${cp.kubeconfigPath}`,
-  ]);
-  cleanup.add('hollow nodes', () => hollow.stop());
-  const procs = [scheduler, cm, hollow];
-
-  const readyDeadline = now() + 300_000;
-  for (;;) {
-    for (const p of procs) if (!p.running) throw exitedError(cp, p);
-    const nodes = await client.list<Node>(resources.nodes);
-    const ready = nodes.items.filter((n) =>
-      n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
-    ).length;
-    if (ready === flags.nodes) break;
-    if (now() > readyDeadline)
-      throw new Error(`only ${ready} of ${flags.nodes} hollow nodes Ready after 300 s`);
-    await sleep(500);
-  }
+  const { procs, controllerManager: cm } = await startHollowStack(cp, client, cleanup, {
+    nodes: flags.nodes,
+    maxPods,
+  });
   await client.create(resources.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   const rv = (await client.list(resources.pods, { namespace: NS, limit: 1 })).metadata.resourceVersion ?? '0';
   const watch = new PodWatch(benchClient(cp.kubeconfigPath, 2), rv);

@@ -1,30 +1,8 @@
-// pnpm bench:workloads — the workload controllers of kubit-controller-manager
-// (from dist/) in the full stack (3-member store, kubit-apiserver,
-// kubit-scheduler, kubit-hollow nodes), issue 21's three workloads:
-//
-//   daemonset    a DaemonSet across every hollow node, until every pod is
-//                Running: pods/s, next to Kubernetes' scheduler_perf
-//                SchedulingDaemonset threshold (a published number, not run here)
-//   statefulset  a StatefulSet of 100 in OrderedReady, until all are Ready: time per pod
-//   job          a Job of 10,000 completions with parallelism 500 whose hollow
-//                pods exit 0 (kubit.dev/hollow-exit-code), until Complete: completions/s
-//
-// They run one after the other on the same cluster, each in its own namespace
-// (what one leaves behind stays: its pods keep running on the hollow nodes).
-//
-//   node packages/testkit/dist/bench/workloads.js [--store=kubit-store|etcd|both]
-//        [--members=3] [--nodes=1000] [--workloads=daemonset,statefulset,job]
-//        [--statefulset-replicas=100] [--job-completions=10000] [--job-parallelism=500]
-//        [--job-run-ms=0] [--timeout-seconds=600]
-//
-// Build first: pnpm -s build
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import type { DaemonSet, Job, Node, Pod, StatefulSet } from '@kubit/api';
+import type { DaemonSet, Job, Pod, StatefulSet } from '@kubit/api';
 import { type KubeClient, resources, type Watch } from '@kubit/client';
 import type { ControlPlane } from '../src/controlplane.js';
 import type { StoreProgram } from '../src/etcd.js';
-import { freePort, startDaemon, type TestProcess } from '../src/process.js';
+import type { TestProcess } from '../src/process.js';
 import {
   benchClient,
   Cleanup,
@@ -41,6 +19,7 @@ import {
   table,
   UsageError,
 } from './common.js';
+import { assertRunning, startHollowStack } from './hollow-stack.js';
 
 const SCRIPT = 'bench:workloads';
 const WORKLOADS = ['daemonset', 'statefulset', 'job'] as const;
@@ -55,25 +34,6 @@ type Workload = (typeof WORKLOADS)[number];
 const K8S_DAEMONSET_THRESHOLD = 1100;
 /** Issue 21's target for the full stack. */
 const DAEMONSET_TARGET = 1000;
-
-function daemon(cp: ControlPlane, name: string, pkg: string, entry: string, args: string[]): TestProcess {
-  return startDaemon({ name, pkg, entry, args, logDir: cp.logDir });
-}
-
-/** The error for a daemon that exited, with the end of its log (the log directory goes away at clean-up). */
-function exitedError(cp: ControlPlane, p: TestProcess): Error {
-  let tail = '';
-  try {
-    tail = readFileSync(join(cp.logDir, `${p.name}.log`), 'utf8')
-      .trim()
-      .split('\n')
-      .slice(-5)
-      .join('\n');
-  } catch {
-    tail = '(no log)';
-  }
-  return new Error(`${p.name} exited during the run; its log ends:\n${tail}`);
-}
 
 const isReady = (p: Pod) =>
   p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
@@ -193,7 +153,7 @@ async function waitFor(stack: Stack, what: string, done: () => Promise<boolean> 
   const end = now() + stack.timeoutMs;
   while (now() < end) {
     if (stack.watch.error) throw new Error(`the pod watch failed: ${stack.watch.error.message}`);
-    for (const p of stack.procs) if (!p.running) throw exitedError(stack.cp, p);
+    assertRunning(stack.cp, stack.procs);
     if (await done()) return now();
     await sleep(50);
   }
@@ -552,49 +512,15 @@ async function runOnStore(
     const client = benchClient(cp.kubeconfigPath, 16);
     cleanup.add('client', () => client.close());
 
-    const cmKubeconfig = await cp.kubeconfigFor('controller-manager', cp.pki.controllerManager);
-    const schedKubeconfig = await cp.kubeconfigFor('kube-scheduler', cp.pki.scheduler);
     // Finished Job pods stay (as in Kubernetes, until the Job goes); room for all of them anyway.
     const maxPods = Math.max(
       110,
       Math.ceil((flags['job-completions'] + flags['statefulset-replicas']) / flags.nodes) + 10,
     );
-    progress(`starting kubit-scheduler, kubit-controller-manager and ${flags.nodes} hollow nodes`);
-    const scheduler = daemon(cp, 'scheduler', 'scheduler', 'main.ts', [
-      `--kubeconfig=${schedKubeconfig}`,
-      '--leader-elect=false',
-      `--secure-port=${await freePort()}`,
-      '--bind-address=127.0.0.1',
-    ]);
-    cleanup.add('scheduler', () => scheduler.stop());
-    const cm = daemon(cp, 'controller-manager', 'controllers', 'main.ts', [
-      `--kubeconfig=${cmKubeconfig}`,
-      '--leader-elect=false',
-      `--secure-port=${await freePort()}`,
-      '--bind-address=127.0.0.1',
-    ]);
-    cleanup.add('controller manager', () => cm.stop());
-    const hollow = daemon(cp, 'hollow', 'kubelet', 'hollow.ts', [
-      `--nodes=${flags.nodes}`,
-      '--name-prefix=hollow-',
-      `--max-pods=${maxPods}`,
-      `--kubeconfig=${cp.kubeconfigPath}`,
-    ]);
-    cleanup.add('hollow nodes', () => hollow.stop());
-    const procs = [scheduler, cm, hollow];
-
-    const readyDeadline = now() + 300_000;
-    for (;;) {
-      for (const p of procs) if (!p.running) throw exitedError(cp, p);
-      const nodes = await client.list<Node>(resources.nodes);
-      const ready = nodes.items.filter((n) =>
-        n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
-      ).length;
-      if (ready === flags.nodes) break;
-      if (now() > readyDeadline)
-        throw new Error(`only ${ready} of ${flags.nodes} hollow nodes Ready after 300 s`);
-      await sleep(500);
-    }
+    const { procs, controllerManager: cm } = await startHollowStack(cp, client, cleanup, {
+      nodes: flags.nodes,
+      maxPods,
+    });
     const rv = (await client.list(resources.pods, { limit: 1 })).metadata.resourceVersion ?? '0';
     const watch = new PodWatch(benchClient(cp.kubeconfigPath, 2), rv);
     cleanup.add('pod watch', () => watch.stop());
