@@ -18,6 +18,7 @@ import { freePort, startControlPlane, startDaemon, type TestProcess, waitFor } f
 import { endpointSlicesResource } from '../src/daemon.js';
 import { serviceChain } from '../src/names.js';
 import { TABLE_FAMILY, TABLE_NAME } from '../src/ruleset.js';
+import { createAll, metric, waitSynced } from './bench-kit.js';
 
 const run = promisify(execFile);
 const S = Number(process.argv[2] ?? 1_000);
@@ -64,25 +65,6 @@ function pod(i: number): Pod {
       ],
     },
   };
-}
-
-async function createAll<T>(
-  items: T[],
-  concurrency: number,
-  create: (t: T) => Promise<unknown>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < items.length) await create(items[next++]);
-    }),
-  );
-}
-
-async function metric(port: number, name: string): Promise<number | undefined> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line ? Number(line.split(' ')[1]) : undefined;
 }
 
 /** Ready endpoints over all EndpointSlices of the namespace. */
@@ -169,14 +151,7 @@ async function main(): Promise<void> {
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
     ]);
     const coldStart = performance.now();
-    await waitFor(
-      'kubit-proxy to sync',
-      async () =>
-        ((await metric(metricsPort, 'kubeproxy_sync_proxy_rules_last_timestamp_seconds').catch(() => 0)) ??
-          0) > 0,
-      300_000,
-      20,
-    );
+    await waitSynced(metricsPort, 300_000);
     const coldMs = performance.now() - coldStart;
 
     // The proxy's histogram also holds the cold start's slices: count the samples' part only.

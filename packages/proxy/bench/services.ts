@@ -17,10 +17,11 @@ import { promisify } from 'node:util';
 import type { EndpointSlice, Service } from '@kubit/api';
 import { formatIPv4, SERVICE_NAME_LABEL } from '@kubit/api';
 import { KubeClient, resources } from '@kubit/client';
-import { freePort, startControlPlane, startDaemon, type TestProcess, waitFor } from '@kubit/testkit';
+import { freePort, startControlPlane, startDaemon, type TestProcess } from '@kubit/testkit';
 import { endpointSlicesResource, LAST_CHANGE_TRIGGER_TIME } from '../src/daemon.js';
 import { serviceChain } from '../src/names.js';
 import { TABLE_FAMILY, TABLE_NAME } from '../src/ruleset.js';
+import { createAll, metric, waitSynced } from './bench-kit.js';
 
 const run = promisify(execFile);
 const S = Number(process.argv[2] ?? 1_000);
@@ -70,26 +71,6 @@ function slice(name: string, ips: string[], trigger?: string): EndpointSlice {
   };
 }
 
-/** Creates objects `concurrency` at a time. */
-async function createAll<T>(
-  items: T[],
-  concurrency: number,
-  create: (t: T) => Promise<unknown>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < items.length) await create(items[next++]);
-    }),
-  );
-}
-
-async function metric(port: number, name: string): Promise<number | undefined> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line ? Number(line.split(' ')[1]) : undefined;
-}
-
 async function startProxy(
   kubeconfig: string,
   logDir: string,
@@ -109,17 +90,6 @@ async function startProxy(
     logDir,
   });
   return { p, metricsPort };
-}
-
-async function waitSynced(metricsPort: number, timeoutMs: number): Promise<void> {
-  await waitFor(
-    'kubit-proxy to sync',
-    async () =>
-      ((await metric(metricsPort, 'kubeproxy_sync_proxy_rules_last_timestamp_seconds').catch(() => 0)) ?? 0) >
-      0,
-    timeoutMs,
-    20,
-  );
 }
 
 async function main(): Promise<void> {
