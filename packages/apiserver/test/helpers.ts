@@ -2,9 +2,11 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import type { IncomingMessage } from 'node:http';
-import { Agent, request } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Agent, createServer, request, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { promisify } from 'node:util';
 import type { ControlPlane } from '@kubit/testkit';
 
@@ -237,4 +239,48 @@ export function assertClientError(r: Reply, code: number, message?: RegExp): voi
   assert.equal(r.body.code, code);
   assert.match(String(r.headers['content-type']), /application\/json/);
   if (message) assert.match(r.body.message, message);
+}
+
+/**
+ * A node's kubelet played by a small HTTPS server with the node's serving
+ * certificate, requiring a client certificate of the cluster's CA (as the
+ * kubelet does), registered as the Node `node` with its kubelet port. Every
+ * request is recorded in `seen` with the client certificate's CN before
+ * `handle` answers it.
+ */
+export async function startFakeKubelet(
+  cp: ControlPlane,
+  api: Api,
+  node: string,
+  handle: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ server: Server; seen: { url: string; clientCN: string }[] }> {
+  const serving = cp.pki.kubeletServer(node);
+  const seen: { url: string; clientCN: string }[] = [];
+  const server = createServer(
+    {
+      cert: readFileSync(serving.cert),
+      key: readFileSync(serving.key),
+      ca: readFileSync(cp.caFile),
+      requestCert: true,
+      rejectUnauthorized: true,
+    },
+    (req, res) => {
+      const cert = (req.socket as TLSSocket).getPeerCertificate();
+      seen.push({ url: req.url ?? '', clientCN: String(cert.subject?.CN ?? '') });
+      handle(req, res);
+    },
+  );
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  const asNode = api.as(cp.pki.kubeletClient(node));
+  const created = await asNode.post('/api/v1/nodes', {
+    metadata: { name: node },
+    status: {
+      addresses: [{ type: 'InternalIP', address: '127.0.0.1' }],
+      daemonEndpoints: { kubeletEndpoint: { Port: port } },
+    },
+  });
+  assert.equal(created.status, 201, created.text);
+  asNode.close();
+  return { server, seen };
 }

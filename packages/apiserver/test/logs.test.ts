@@ -3,66 +3,42 @@
 // is played by a small HTTPS server with the node's serving certificate.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:https';
 import { after, before, describe, it } from 'node:test';
-import type { TLSSocket } from 'node:tls';
 import { type ControlPlane, startControlPlane } from '@kubit/testkit';
-import { Api, pod, until } from './helpers.js';
+import { Api, pod, startFakeKubelet, until } from './helpers.js';
 
 let cp: ControlPlane;
 let api: Api;
 let kubelet: Server;
-const seen: { url: string; clientCN: string }[] = [];
+let seen: { url: string; clientCN: string }[] = [];
 const NS = '/api/v1/namespaces/default';
 
 before(async () => {
   cp = await startControlPlane({ nodes: ['n1'] });
   api = new Api(cp);
-  const serving = cp.pki.kubeletServer('n1');
-  kubelet = createServer(
-    {
-      cert: readFileSync(serving.cert),
-      key: readFileSync(serving.key),
-      ca: readFileSync(cp.caFile),
-      requestCert: true,
-      rejectUnauthorized: true,
-    },
-    (req, res) => {
-      const cert = (req.socket as TLSSocket).getPeerCertificate();
-      seen.push({ url: req.url ?? '', clientCN: String(cert.subject?.CN ?? '') });
-      const url = new URL(req.url ?? '/', 'https://x');
-      if (url.pathname === '/containerLogs/default/logger/app') {
-        res.writeHead(200, { 'Content-Type': 'text/plain' });
-        res.write('line 1\n');
-        if (url.searchParams.get('follow') === 'true') {
-          let n = 2;
-          const t = setInterval(() => {
-            res.write(`line ${n}\n`);
-            if (++n > 4) {
-              clearInterval(t);
-              res.end();
-            }
-          }, 200);
-        } else res.end('line 2\n');
-        return;
-      }
-      res.writeHead(404, { 'Content-Type': 'text/plain' });
-      res.end('container not found');
-    },
-  );
-  await new Promise<void>((r) => kubelet.listen(0, '127.0.0.1', r));
-  const port = (kubelet.address() as AddressInfo).port;
-  const node = api.as(cp.pki.kubeletClient('n1'));
-  const created = await node.post('/api/v1/nodes', {
-    metadata: { name: 'n1' },
-    status: {
-      addresses: [{ type: 'InternalIP', address: '127.0.0.1' }],
-      daemonEndpoints: { kubeletEndpoint: { Port: port } },
-    },
+  const fake = await startFakeKubelet(cp, api, 'n1', (req, res) => {
+    const url = new URL(req.url ?? '/', 'https://x');
+    if (url.pathname === '/containerLogs/default/logger/app') {
+      res.writeHead(200, { 'Content-Type': 'text/plain' });
+      res.write('line 1\n');
+      if (url.searchParams.get('follow') === 'true') {
+        let n = 2;
+        const t = setInterval(() => {
+          res.write(`line ${n}\n`);
+          if (++n > 4) {
+            clearInterval(t);
+            res.end();
+          }
+        }, 200);
+      } else res.end('line 2\n');
+      return;
+    }
+    res.writeHead(404, { 'Content-Type': 'text/plain' });
+    res.end('container not found');
   });
-  assert.equal(created.status, 201, created.text);
-  node.close();
+  kubelet = fake.server;
+  seen = fake.seen;
   assert.equal(
     (
       await api.post(`${NS}/pods`, {

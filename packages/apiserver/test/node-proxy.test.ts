@@ -3,56 +3,31 @@
 // played by a small HTTPS server with the node's serving certificate; who may proxy is RBAC's
 // nodes/proxy (system:kubelet-api-admin).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:https';
 import { after, before, describe, it } from 'node:test';
-import type { TLSSocket } from 'node:tls';
 import { type ControlPlane, startControlPlane } from '@kubit/testkit';
-import { Api, kubectl } from './helpers.js';
+import { Api, kubectl, startFakeKubelet } from './helpers.js';
 
 let cp: ControlPlane;
 let api: Api;
 let kubelet: Server;
-const seen: { url: string; clientCN: string }[] = [];
+let seen: { url: string; clientCN: string }[] = [];
 const SUMMARY = { node: { nodeName: 'n1', startTime: '2026-01-01T00:00:00Z' }, pods: [] };
 
 before(async () => {
   cp = await startControlPlane({ nodes: ['n1'], tokens: ['bob-token,bob,1002'] });
   api = new Api(cp);
-  const serving = cp.pki.kubeletServer('n1');
-  kubelet = createServer(
-    {
-      cert: readFileSync(serving.cert),
-      key: readFileSync(serving.key),
-      ca: readFileSync(cp.caFile),
-      requestCert: true,
-      rejectUnauthorized: true,
-    },
-    (req, res) => {
-      const cert = (req.socket as TLSSocket).getPeerCertificate();
-      seen.push({ url: req.url ?? '', clientCN: String(cert.subject?.CN ?? '') });
-      if (req.url?.startsWith('/stats/summary')) {
-        res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify(SUMMARY));
-        return;
-      }
-      res.writeHead(404, { 'Content-Type': 'text/plain' });
-      res.end('404 page not found');
-    },
-  );
-  await new Promise<void>((r) => kubelet.listen(0, '127.0.0.1', r));
-  const port = (kubelet.address() as AddressInfo).port;
-  const node = api.as(cp.pki.kubeletClient('n1'));
-  const created = await node.post('/api/v1/nodes', {
-    metadata: { name: 'n1' },
-    status: {
-      addresses: [{ type: 'InternalIP', address: '127.0.0.1' }],
-      daemonEndpoints: { kubeletEndpoint: { Port: port } },
-    },
+  const fake = await startFakeKubelet(cp, api, 'n1', (req, res) => {
+    if (req.url?.startsWith('/stats/summary')) {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify(SUMMARY));
+      return;
+    }
+    res.writeHead(404, { 'Content-Type': 'text/plain' });
+    res.end('404 page not found');
   });
-  assert.equal(created.status, 201, created.text);
-  node.close();
+  kubelet = fake.server;
+  seen = fake.seen;
 });
 after(async () => {
   api?.close();
