@@ -16,10 +16,11 @@ import {
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from './cluster.js';
 import type { Controller } from './controller.js';
+import { ControllerRefManager } from './controller-ref.js';
 import { type EventSink, noEvents } from './events.js';
 import { Expectations } from './expectations.js';
 import { compileSelector, labelsContain } from './labels.js';
-import { controllerOf, isPodActive, isPodAvailable, isPodReady, ownerRefFor } from './objects.js';
+import { isPodActive, isPodAvailable, isPodReady, ownerRefFor } from './objects.js';
 import { OwnedPodEvents } from './owned-pod-events.js';
 import { podsToDelete } from './pod-ranking.js';
 
@@ -164,70 +165,10 @@ export class ReplicaSetController implements Controller {
   }
 
   /** Adopts matching orphans, releases owned pods that no longer match; returns the pods it owns. */
-  private async claimPods(rs: ReplicaSet, pods: Pod[]): Promise<Pod[]> {
+  private claimPods(rs: ReplicaSet, pods: Pod[]): Promise<Pod[]> {
     const matches = compileSelector(this.kind.selector(rs));
-    const uid = rs.metadata?.uid;
-    const deleting = rs.metadata?.deletionTimestamp !== undefined;
-    const owned: Pod[] = [];
-    let mayAdopt: boolean | undefined;
-    for (const p of pods) {
-      const ref = controllerOf(p);
-      if (ref) {
-        if (ref.uid !== uid) continue;
-        if (matches(p.metadata?.labels)) owned.push(p);
-        else if (!deleting) await this.release(rs, p);
-        continue;
-      }
-      if (deleting || p.metadata?.deletionTimestamp || !matches(p.metadata?.labels)) continue;
-      mayAdopt ??= await this.stillCurrent(rs);
-      if (!mayAdopt) continue;
-      const adopted = await this.adopt(rs, p);
-      if (adopted) owned.push(adopted);
-    }
-    return owned;
-  }
-
-  /**
-   * Before adopting, ask the apiserver whether this RS still exists and is not
-   * being deleted: a stale cache must not hand pods to a dead owner.
-   */
-  private async stillCurrent(rs: ReplicaSet): Promise<boolean> {
-    try {
-      const fresh = await this.cluster.get<ReplicaSet>(
-        this.kind.resource,
-        rs.metadata?.namespace,
-        rs.metadata?.name ?? '',
-      );
-      return fresh.metadata?.uid === rs.metadata?.uid && !fresh.metadata?.deletionTimestamp;
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw err;
-    }
-  }
-
-  private async adopt(rs: ReplicaSet, p: Pod): Promise<Pod | undefined> {
-    const next = structuredClone(p);
-    next.metadata!.ownerReferences = [
-      ...(p.metadata?.ownerReferences ?? []),
-      ownerRefFor(rs, this.kind.kind, this.kind.apiVersion),
-    ];
-    try {
-      return await this.cluster.update(resources.pods, next);
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  private async release(rs: ReplicaSet, p: Pod): Promise<void> {
-    const next = structuredClone(p);
-    next.metadata!.ownerReferences = p.metadata?.ownerReferences?.filter((r) => r.uid !== rs.metadata?.uid);
-    if (next.metadata!.ownerReferences?.length === 0) delete next.metadata!.ownerReferences;
-    try {
-      await this.cluster.update(resources.pods, next);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    const refs = new ControllerRefManager(this.cluster, rs, this.kind);
+    return refs.claim(resources.pods, pods, (p) => matches(p.metadata?.labels));
   }
 
   private async manageReplicas(key: string, rs: ReplicaSet, pods: Pod[]): Promise<void> {

@@ -6,22 +6,17 @@
 // maxSurge) or waits for pods to be deleted (OnDelete). Every template is kept
 // as a ControllerRevision (history.ts), which `kubectl rollout undo` reads.
 import { type ControllerRevision, type DaemonSet, isAlreadyExists, isConflict, isNotFound } from '@kubit/api';
-import {
-  type Informer,
-  RateLimitingQueue,
-  type ResourceRef,
-  resources,
-  type SharedInformerFactory,
-} from '@kubit/client';
+import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory } from '@kubit/client';
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from '../cluster.js';
 import type { Controller } from '../controller.js';
+import { ControllerRefManager } from '../controller-ref.js';
 import { type EventSink, noEvents } from '../events.js';
 import { Expectations } from '../expectations.js';
 import { compileSelector } from '../labels.js';
 import { controllerOf, isPodAvailable, isPodReady, ownerRefFor } from '../objects.js';
 import { OwnedPodEvents } from '../owned-pod-events.js';
-import type { KubeObject, Node, Pod } from '../types.js';
+import type { Node, Pod } from '../types.js';
 import { FailedPodBackoff } from './backoff.js';
 import {
   affinityForNode,
@@ -336,84 +331,28 @@ export class DaemonSetController implements Controller {
   // ---- ownership ----
 
   /** Adopts matching orphans and releases owned pods that stopped matching; returns the pods it owns. */
-  private async claimPods(ds: DaemonSet, pods: readonly Pod[]): Promise<Pod[]> {
+  private claimPods(ds: DaemonSet, pods: readonly Pod[]): Promise<Pod[]> {
     const matches = compileSelector(ds.spec?.selector);
-    const uid = ds.metadata?.uid;
-    const owned: Pod[] = [];
-    let mayAdopt: boolean | undefined;
-    for (const p of pods) {
-      const ref = controllerOf(p);
-      if (ref) {
-        if (ref.uid !== uid) continue;
-        if (matches(p.metadata?.labels)) owned.push(p);
-        else await this.release(resources.pods, ds, p);
-        continue;
-      }
-      if (p.metadata?.deletionTimestamp || !matches(p.metadata?.labels)) continue;
-      mayAdopt ??= await this.stillCurrent(ds);
-      if (!mayAdopt) continue;
-      const adopted = await this.adopt(resources.pods, ds, p);
-      if (adopted) owned.push(adopted);
-    }
-    return owned;
-  }
-
-  /** Before adopting, ask the apiserver: a stale cache must not hand objects to a dead owner. */
-  private async stillCurrent(ds: DaemonSet): Promise<boolean> {
-    try {
-      const fresh = await this.cluster.get<DaemonSet>(
-        resources.daemonsets,
-        ds.metadata?.namespace,
-        ds.metadata?.name ?? '',
-      );
-      return fresh.metadata?.uid === ds.metadata?.uid && !fresh.metadata?.deletionTimestamp;
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw err;
-    }
-  }
-
-  private async adopt<T extends KubeObject>(r: ResourceRef, ds: DaemonSet, o: T): Promise<T | undefined> {
-    const next = structuredClone(o);
-    next.metadata!.ownerReferences = [...(o.metadata?.ownerReferences ?? []), ownerRefFor(ds, 'DaemonSet')];
-    try {
-      return await this.cluster.update(r, next);
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  private async release(r: ResourceRef, ds: DaemonSet, o: KubeObject): Promise<void> {
-    const next = structuredClone(o);
-    next.metadata!.ownerReferences = o.metadata?.ownerReferences?.filter((x) => x.uid !== ds.metadata?.uid);
-    if (next.metadata!.ownerReferences?.length === 0) delete next.metadata!.ownerReferences;
-    try {
-      await this.cluster.update(r, next);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    return this.refs(ds).claim(resources.pods, pods, (p) => matches(p.metadata?.labels));
   }
 
   // ---- history ----
 
-  private async claimRevisions(ds: DaemonSet): Promise<ControllerRevision[]> {
+  private claimRevisions(ds: DaemonSet): Promise<ControllerRevision[]> {
     const matches = compileSelector(ds.spec?.selector);
-    const owned: ControllerRevision[] = [];
-    let mayAdopt: boolean | undefined;
-    for (const cr of this.crInformer.store.listInNamespace(ds.metadata?.namespace ?? '')) {
-      const ref = controllerOf(cr);
-      if (ref) {
-        if (ref.uid === ds.metadata?.uid) owned.push(cr);
-        continue;
-      }
-      if (cr.metadata?.deletionTimestamp || !matches(cr.metadata?.labels)) continue;
-      mayAdopt ??= await this.stillCurrent(ds);
-      if (!mayAdopt) continue;
-      const adopted = await this.adopt(resources.controllerrevisions, ds, cr);
-      if (adopted) owned.push(adopted);
-    }
-    return owned;
+    return this.refs(ds).claim(
+      resources.controllerrevisions,
+      this.crInformer.store.listInNamespace(ds.metadata?.namespace ?? ''),
+      (cr) => matches(cr.metadata?.labels),
+    );
+  }
+
+  private refs(ds: DaemonSet): ControllerRefManager<DaemonSet> {
+    return new ControllerRefManager(this.cluster, ds, {
+      resource: resources.daemonsets,
+      kind: 'DaemonSet',
+      apiVersion: 'apps/v1',
+    });
   }
 
   /**

@@ -5,10 +5,10 @@
 import { isConflict, isNotFound, type Job, type Pod } from '@kubit/api';
 import { resources } from '@kubit/client';
 import { type Cluster, keyOf } from '../cluster.js';
+import { ControllerRefManager } from '../controller-ref.js';
 import type { EventSink } from '../events.js';
 import type { Expectations } from '../expectations.js';
 import { compileSelector } from '../labels.js';
-import { controllerOf, ownerRefFor } from '../objects.js';
 import { hasTrackingFinalizer, JOB_TRACKING_FINALIZER, jobSelector } from './pods.js';
 
 export class JobPodControl {
@@ -137,68 +137,20 @@ export class JobPodControl {
     return deleted;
   }
 
-  async claimPods(job: Job, pods: readonly Pod[]): Promise<Pod[]> {
+  /** Adopts matching orphans, releases owned pods that stopped matching; returns the pods it owns. */
+  claimPods(job: Job, pods: readonly Pod[]): Promise<Pod[]> {
     const matches = compileSelector(jobSelector(job));
-    const uid = job.metadata?.uid;
-    const owned: Pod[] = [];
-    let mayAdopt: boolean | undefined;
-    for (const p of pods) {
-      const ref = controllerOf(p);
-      if (ref) {
-        if (ref.uid !== uid) continue;
-        if (matches(p.metadata?.labels)) owned.push(p);
-        else await this.release(job, p);
-        continue;
-      }
-      if (p.metadata?.deletionTimestamp || !matches(p.metadata?.labels)) continue;
-      mayAdopt ??= await this.stillCurrent(job);
-      if (!mayAdopt) continue;
-      const adopted = await this.adopt(job, p);
-      if (adopted) owned.push(adopted);
-    }
-    return owned;
-  }
-
-  /** Before adopting, the apiserver must confirm the Job exists and is not being deleted. */
-  async stillCurrent(job: Job): Promise<boolean> {
-    try {
-      const fresh = await this.cluster.get<Job>(
-        resources.jobs,
-        job.metadata?.namespace,
-        job.metadata?.name ?? '',
-      );
-      return fresh.metadata?.uid === job.metadata?.uid && !fresh.metadata?.deletionTimestamp;
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw err;
-    }
-  }
-
-  async adopt(job: Job, p: Pod): Promise<Pod | undefined> {
-    const next = structuredClone(p);
-    next.metadata!.ownerReferences = [
-      ...(p.metadata?.ownerReferences ?? []),
-      ownerRefFor(job, 'Job', 'batch/v1'),
-    ];
-    try {
-      return await this.cluster.update(resources.pods, next);
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  /** A pod that stopped matching is no longer the Job's: it loses the owner reference and the finalizer. */
-  async release(job: Job, p: Pod): Promise<void> {
-    const next = structuredClone(p);
-    next.metadata!.ownerReferences = p.metadata?.ownerReferences?.filter((r) => r.uid !== job.metadata?.uid);
-    if (next.metadata!.ownerReferences?.length === 0) delete next.metadata!.ownerReferences;
-    next.metadata!.finalizers = p.metadata?.finalizers?.filter((f) => f !== JOB_TRACKING_FINALIZER);
-    if (next.metadata!.finalizers?.length === 0) delete next.metadata!.finalizers;
-    try {
-      await this.cluster.update(resources.pods, next);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    const refs = new ControllerRefManager(this.cluster, job, {
+      resource: resources.jobs,
+      kind: 'Job',
+      apiVersion: 'batch/v1',
+    });
+    return refs.claim(resources.pods, pods, (p) => matches(p.metadata?.labels), {
+      // A pod that stopped matching is no longer the Job's: it loses the finalizer too.
+      onRelease: (next) => {
+        const finalizers = next.metadata?.finalizers?.filter((f) => f !== JOB_TRACKING_FINALIZER);
+        next.metadata = { ...next.metadata, finalizers: finalizers?.length ? finalizers : undefined };
+      },
+    });
   }
 }

@@ -11,6 +11,7 @@ import { type Informer, RateLimitingQueue, resources, type SharedInformerFactory
 import type { Logger } from '@kubit/daemon';
 import { type Cluster, keyOf, splitKey } from '../cluster.js';
 import { type Controller, RetryLater } from '../controller.js';
+import { ControllerRefManager } from '../controller-ref.js';
 import { type EventSink, noEvents } from '../events.js';
 import { compileSelector } from '../labels.js';
 import { controllerOf, isPodReady, ownerRefFor } from '../objects.js';
@@ -23,7 +24,6 @@ import type {
 } from '../types.js';
 import { claimOwnerRefs, claimsFor } from './claims.js';
 import { isMemberOf, ordinalOf, revisionOfPod } from './identity.js';
-import { SetOwnership } from './ownership.js';
 import { type Action, type Plan, planSync } from './plan.js';
 import {
   applyRevision,
@@ -119,7 +119,11 @@ export class StatefulSetController implements Controller {
     if (!set) return;
     const { namespace = '' } = splitKey(key);
     const matches = compileSelector(set.spec?.selector);
-    const ownership = new SetOwnership(this.cluster, set);
+    const ownership = new ControllerRefManager(this.cluster, set, {
+      resource: resources.statefulsets,
+      kind: 'StatefulSet',
+      apiVersion: 'apps/v1',
+    });
     const pods = await ownership.claim(
       resources.pods,
       this.pods.store.listInNamespace(namespace),
