@@ -1,7 +1,7 @@
 // kubit rollout status|history|undo|restart|pause|resume for Deployments
 // (and status|history|undo|restart for DaemonSets), with kubectl's messages.
 
-import { StatusError } from '@kubit/api';
+import { labelSelectorAsSelector, StatusError } from '@kubit/api';
 import type { APIResourceInfo, KubeClient, KubeObject } from '@kubit/client';
 import { resources } from '@kubit/client';
 import { CliError, PerTargetErrors } from '../errors.js';
@@ -166,10 +166,7 @@ function status(f: Factory, client: KubeClient, it: Item, o: RolloutOptions): Pr
 }
 
 async function ownedBy(client: KubeClient, d: DeploymentShape): Promise<ReplicaSetShape[]> {
-  const labels = d.spec?.selector?.matchLabels ?? {};
-  const labelSelector = Object.entries(labels)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
+  const labelSelector = labelSelectorAsSelector(d.spec?.selector).toString();
   const list = await client.listAll<ReplicaSetShape>(resources.replicasets, {
     namespace: d.metadata?.namespace,
     labelSelector: labelSelector || undefined,
@@ -237,9 +234,7 @@ function daemonSetStatus(f: Factory, client: KubeClient, it: Item, o: RolloutOpt
 
 /** The ControllerRevisions the DaemonSet controls (found by its selector, as kubectl does). */
 async function revisionsOf(client: KubeClient, ds: DaemonSetShape): Promise<RevisionShape[]> {
-  const labelSelector = Object.entries(ds.spec?.selector?.matchLabels ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
+  const labelSelector = labelSelectorAsSelector(ds.spec?.selector).toString();
   const list = await client.listAll<RevisionShape>(resources.controllerrevisions, {
     namespace: ds.metadata?.namespace,
     labelSelector: labelSelector || undefined,

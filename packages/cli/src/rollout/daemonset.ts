@@ -4,13 +4,14 @@
 // applies (its data is a strategic merge patch that replaces the template).
 // Pure functions over the objects.
 
+import type { LabelSelector } from '@kubit/api';
 import type { KubeObject } from '@kubit/client';
 import { CliError } from '../errors.js';
 import { CHANGE_CAUSE, type HistoryEntry, type PodTemplate, sameJson } from './deployment.js';
 
 export interface DaemonSetShape extends KubeObject {
   spec?: {
-    selector?: { matchLabels?: Record<string, string> };
+    selector?: LabelSelector;
     template?: PodTemplate;
     updateStrategy?: { type?: string };
   };

@@ -2,6 +2,7 @@
 // a rollout has come (in kubectl's words), the revision history, and which
 // template an undo writes back. Pure functions over the objects.
 
+import type { LabelSelector } from '@kubit/api';
 import type { KubeObject } from '@kubit/client';
 import { CliError } from '../errors.js';
 
@@ -32,7 +33,7 @@ export interface DeploymentShape extends KubeObject {
   spec?: {
     replicas?: number;
     paused?: boolean;
-    selector?: { matchLabels?: Record<string, string> };
+    selector?: LabelSelector;
     template?: PodTemplate;
   };
   status?: {
