@@ -167,11 +167,8 @@ export interface RunningApiServer {
   stop(): Promise<void>;
 }
 
-export async function startApiServer(
-  opts: ApiServerOptions,
-  log: Logger,
-  registry: Registry,
-): Promise<RunningApiServer> {
+/** What the command line names, read and checked before anything starts: a bad flag fails the start, not a request. */
+function readStartupInputs(opts: ApiServerOptions) {
   const cert = readFile(opts.tlsCertFile, '--tls-cert-file');
   const key = readFile(opts.tlsPrivateKeyFile, '--tls-private-key-file');
   if (!cert || !key) throw new StartupError('--tls-cert-file and --tls-private-key-file are required');
@@ -186,8 +183,6 @@ export async function startApiServer(
     }
   }
   if (opts.etcdServers.length === 0) throw new StartupError('--etcd-servers is required');
-  const networking = networkingOf(opts);
-  const advertiseAddress = advertiseAddressOf(opts);
   for (const mode of opts.authorizationModes) {
     if (!['Node', 'RBAC', 'AlwaysAllow'].includes(mode)) {
       throw new StartupError(`--authorization-mode: unknown mode "${mode}" (known: Node, RBAC, AlwaysAllow)`);
@@ -199,11 +194,55 @@ export async function startApiServer(
   } catch (err) {
     throw new StartupError(`protobuf schema: ${(err as Error).message}`);
   }
-  const kubeletTls = {
-    cert: readFile(opts.kubeletClientCertificate, '--kubelet-client-certificate'),
-    key: readFile(opts.kubeletClientKey, '--kubelet-client-key'),
-    ca: readFile(opts.kubeletCertificateAuthority, '--kubelet-certificate-authority'),
+  let metricResolutionMs: number;
+  try {
+    metricResolutionMs = durationArg(opts.metricResolution ?? '15s');
+  } catch (err) {
+    throw new StartupError(`--metric-resolution: ${(err as Error).message}`);
+  }
+  if (metricResolutionMs < 1000) throw new StartupError('--metric-resolution: must be at least 1s');
+  return {
+    tls: { cert, key, ca },
+    tokens,
+    networking: networkingOf(opts),
+    advertiseAddress: advertiseAddressOf(opts),
+    kubeletTls: {
+      cert: readFile(opts.kubeletClientCertificate, '--kubelet-client-certificate'),
+      key: readFile(opts.kubeletClientKey, '--kubelet-client-key'),
+      ca: readFile(opts.kubeletCertificateAuthority, '--kubelet-certificate-authority'),
+    },
+    metricResolutionMs,
   };
+}
+
+/** The authorizers of --authorization-mode, in its order (the first that decides wins). */
+function authorizerChain(
+  modes: readonly string[],
+  caches: Map<string, WatchCache>,
+): { chain: Authorizer[]; rbac: RbacAuthorizer } {
+  const chain: Authorizer[] = [];
+  const rbac = new RbacAuthorizer({
+    roles: caches.get('roles')!,
+    clusterroles: caches.get('clusterroles')!,
+    rolebindings: caches.get('rolebindings')!,
+    clusterrolebindings: caches.get('clusterrolebindings')!,
+  });
+  for (const mode of modes) {
+    if (mode === 'Node') chain.push(new NodeAuthorizer(caches.get('pods')!));
+    if (mode === 'RBAC') chain.push(rbac);
+    if (mode === 'AlwaysAllow')
+      chain.push({ authorize: () => ({ decision: 'allow', reason: 'AlwaysAllow' }) });
+  }
+  return { chain, rbac };
+}
+
+export async function startApiServer(
+  opts: ApiServerOptions,
+  log: Logger,
+  registry: Registry,
+): Promise<RunningApiServer> {
+  const { tls, tokens, networking, advertiseAddress, kubeletTls, metricResolutionMs } =
+    readStartupInputs(opts);
   const storeLatency = new Histogram({
     name: 'apiserver_storage_request_duration_seconds',
     help: 'Latency of requests to the store, by operation.',
@@ -241,13 +280,6 @@ export async function startApiServer(
       registers: [registry],
     }),
   );
-  let metricResolutionMs: number;
-  try {
-    metricResolutionMs = durationArg(opts.metricResolution ?? '15s');
-  } catch (err) {
-    throw new StartupError(`--metric-resolution: ${(err as Error).message}`);
-  }
-  if (metricResolutionMs < 1000) throw new StartupError('--metric-resolution: must be at least 1s');
   const metricsScraper = new ResourceMetricsScraper({
     nodes: caches.get('nodes')!,
     kubeletTls,
@@ -286,19 +318,7 @@ export async function startApiServer(
     }
   });
 
-  const authzChain: Authorizer[] = [];
-  const rbac = new RbacAuthorizer({
-    roles: caches.get('roles')!,
-    clusterroles: caches.get('clusterroles')!,
-    rolebindings: caches.get('rolebindings')!,
-    clusterrolebindings: caches.get('clusterrolebindings')!,
-  });
-  for (const mode of opts.authorizationModes) {
-    if (mode === 'Node') authzChain.push(new NodeAuthorizer(caches.get('pods')!));
-    if (mode === 'RBAC') authzChain.push(rbac);
-    if (mode === 'AlwaysAllow')
-      authzChain.push({ authorize: () => ({ decision: 'allow', reason: 'AlwaysAllow' }) });
-  }
+  const { chain: authzChain, rbac } = authorizerChain(opts.authorizationModes, caches);
   const lookup = boundObjectLookup(store, caches);
   // DefaultStorageClass, StorageObjectInUseProtection and PersistentVolumeClaimResize.
   const storage = storageAdmission(caches.get('storageclasses')!, store);
@@ -334,7 +354,7 @@ export async function startApiServer(
     registry,
     kubeletTls,
     metrics: { scraper: metricsScraper, nodes: caches.get('nodes')!, pods: caches.get('pods')! },
-    tls: { cert, key, ca },
+    tls,
     serverAddress: `${opts.bindAddress}:${opts.securePort}`,
     bookmarkIntervalMs: opts.bookmarkIntervalMs,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
