@@ -95,15 +95,8 @@ function listenAt(server: GrpcServer, url: string, tls: TlsFiles | undefined): P
   return server.listen(u.hostname, defaultPort(u), u.protocol === 'https:' ? tls : undefined);
 }
 
-export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
-  const log = cfg.logger;
-  mkdirSync(cfg.dataDir, { recursive: true });
-  const db = new Level<Buffer, Buffer>(join(cfg.dataDir, 'member'), {
-    keyEncoding: 'buffer',
-    valueEncoding: 'buffer',
-  });
-  await db.open();
-
+/** This member's id and the members --initial-cluster names, checked to include this one. */
+function initialMembership(cfg: MemberConfig): { selfId: string; initialMembers: MemberInfo[] } {
   const selfId = memberId(cfg.initialAdvertisePeerUrls, cfg.initialClusterToken);
   const initialMembers: MemberInfo[] = [...cfg.initialCluster].map(([name, urls]) => ({
     id: memberId(urls, cfg.initialClusterToken),
@@ -117,8 +110,24 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
       `--initial-advertise-peer-urls ${cfg.initialAdvertisePeerUrls.join(',')} is not listed for any member in --initial-cluster`,
     );
   }
+  return { selfId, initialMembers };
+}
+
+/**
+ * Opens the member's state in `dataDir`: the state machine and the raft log as
+ * the last run left them, or, for a new cluster's first start, a log that
+ * begins with one ConfChange per initial member. The cluster id is stored;
+ * a member joining an existing cluster learns it from its first peer ('0' until then).
+ */
+async function openMemberState(cfg: MemberConfig, initialMembers: MemberInfo[]) {
+  mkdirSync(cfg.dataDir, { recursive: true });
+  const db = new Level<Buffer, Buffer>(join(cfg.dataDir, 'member'), {
+    keyEncoding: 'buffer',
+    valueEncoding: 'buffer',
+  });
+  await db.open();
   const storedClusterId = await db.get(Buffer.from('m:cluster'));
-  let clusterId =
+  const clusterId =
     storedClusterId?.toString() ??
     (cfg.initialClusterState === 'new'
       ? hashId(
@@ -146,8 +155,45 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
     raftLog.bootstrap(entries, ops);
     ops.push({ type: 'put', key: Buffer.from('m:cluster'), value: Buffer.from(clusterId) });
     await db.batch(ops, { sync: true });
-    log.info({ members: initialMembers.length, clusterId }, 'bootstrapped a new cluster');
+    cfg.logger.info({ members: initialMembers.length, clusterId }, 'bootstrapped a new cluster');
   }
+  return { db, clusterId, machine, raftLog };
+}
+
+/** The etcd v3 client services (KV, Watch, Lease, Cluster, Maintenance) of this member. */
+function clientServerFor(cfg: MemberConfig, ctx: ServerContext, watchHub: WatchHub, raft: () => RawNode) {
+  // etcd's limit: a request up to --max-request-bytes plus 512 KiB of gRPC overhead.
+  const clientServer = new GrpcServer({
+    maxReceiveMessageLength: MAX_REQUEST_BYTES + 512 * 1024,
+    ...cfg.grpc,
+  });
+  clientServer.addService(serverServices.KV, kvService(ctx));
+  clientServer.addService(serverServices.Watch, watchHub.service());
+  clientServer.addService(etcdServices.Lease.service, leaseService(ctx));
+  clientServer.addService(
+    etcdServices.Cluster.service,
+    clusterService(ctx, {
+      raftStatus: () => raft().status(),
+      // A member's client URL takes the credentials this member presents to its peers.
+      dialMember: (url) =>
+        new etcdServices.Cluster(
+          hostPort(url),
+          url.startsWith('https:')
+            ? clientCreds(cfg.peerTls ?? cfg.clientTls)
+            : grpc.credentials.createInsecure(),
+        ),
+    }),
+  );
+  clientServer.addService(etcdServices.Maintenance.service, maintenanceService(ctx));
+  return clientServer;
+}
+
+export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
+  const log = cfg.logger;
+  const { selfId, initialMembers } = initialMembership(cfg);
+  const state = await openMemberState(cfg, initialMembers);
+  const { db, machine, raftLog } = state;
+  let clusterId = state.clusterId;
 
   const peerCreds = clientCreds(cfg.peerTls);
   let node!: RaftNode;
@@ -245,29 +291,7 @@ export async function startMember(cfg: MemberConfig): Promise<RunningMember> {
   node.start();
   lessor.start();
 
-  // etcd's limit: a request up to --max-request-bytes plus 512 KiB of gRPC overhead.
-  const clientServer = new GrpcServer({
-    maxReceiveMessageLength: MAX_REQUEST_BYTES + 512 * 1024,
-    ...cfg.grpc,
-  });
-  clientServer.addService(serverServices.KV, kvService(ctx));
-  clientServer.addService(serverServices.Watch, watchHub.service());
-  clientServer.addService(etcdServices.Lease.service, leaseService(ctx));
-  clientServer.addService(
-    etcdServices.Cluster.service,
-    clusterService(ctx, {
-      raftStatus: () => raft.status(),
-      // A member's client URL takes the credentials this member presents to its peers.
-      dialMember: (url) =>
-        new etcdServices.Cluster(
-          hostPort(url),
-          url.startsWith('https:')
-            ? clientCreds(cfg.peerTls ?? cfg.clientTls)
-            : grpc.credentials.createInsecure(),
-        ),
-    }),
-  );
-  clientServer.addService(etcdServices.Maintenance.service, maintenanceService(ctx));
+  const clientServer = clientServerFor(cfg, ctx, watchHub, () => raft);
   const clientPorts: number[] = [];
   for (const url of cfg.listenClientUrls) clientPorts.push(await listenAt(clientServer, url, cfg.clientTls));
   log.info({ id: selfId, clientUrls: cfg.listenClientUrls, peerUrls: cfg.listenPeerUrls }, 'serving');
