@@ -9,6 +9,7 @@
 // root-side veth lives inside the lab's namespaces, removed by cleanup().
 import { execFile, execFileSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { startProcess, type TestProcess } from '@kubit/testkit';
 
@@ -246,4 +247,32 @@ export function createOverlayLab(logDir: string): OverlayLab {
     cleanup,
   };
   return lab;
+}
+
+/**
+ * A kubeconfig for a process in a lab namespace: it dials the host over the lab's
+ * veth and checks the apiserver's certificate against `localhost` (which the
+ * test PKI's serving certificate names) rather than the address it dials.
+ */
+export function writeLabKubeconfig(
+  path: string,
+  o: { server: string; caFile: string; cert: string; key: string; user: string },
+): string {
+  writeFileSync(
+    path,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'lab',
+          cluster: { server: o.server, 'certificate-authority': o.caFile, 'tls-server-name': 'localhost' },
+        },
+      ],
+      users: [{ name: o.user, user: { 'client-certificate': o.cert, 'client-key': o.key } }],
+      contexts: [{ name: 'lab', context: { cluster: 'lab', user: o.user } }],
+      'current-context': 'lab',
+    }),
+  );
+  return path;
 }

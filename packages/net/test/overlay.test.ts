@@ -9,7 +9,7 @@
 //                                      └─ seg2 192.168.20.0/24: b .20 (10.244.2.0/24)
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Node } from '@kubit/api';
@@ -29,7 +29,7 @@ import {
   ROUTE_PROTO,
   vtepMac,
 } from '../src/index.js';
-import { createOverlayLab, type OverlayLab } from './overlay-lab.js';
+import { createOverlayLab, type OverlayLab, writeLabKubeconfig } from './overlay-lab.js';
 
 const PID = process.pid;
 const nodeName = (k: string) => `ov-${PID}-${k}`;
@@ -144,28 +144,13 @@ describe('the kubit-net overlay across a router (real kernel)', () => {
     // Each agent runs as its node (system:node:<name>): the Node authorizer must let it patch its own Node.
     // The serving certificate names localhost: verify against it while dialling the lab address.
     for (const k of ['a', 'b', 'c']) {
-      const path = join(cp.dir, `overlay-${k}.kubeconfig`);
       const cert = cp.pki.kubeletClient(nodeName(k));
-      writeFileSync(
-        path,
-        JSON.stringify({
-          apiVersion: 'v1',
-          kind: 'Config',
-          clusters: [
-            {
-              name: 'lab',
-              cluster: {
-                server: `https://${lab.hostIP}:${port}`,
-                'certificate-authority': cp.caFile,
-                'tls-server-name': 'localhost',
-              },
-            },
-          ],
-          users: [{ name: k, user: { 'client-certificate': cert.cert, 'client-key': cert.key } }],
-          contexts: [{ name: 'lab', context: { cluster: 'lab', user: k } }],
-          'current-context': 'lab',
-        }),
-      );
+      const path = writeLabKubeconfig(join(cp.dir, `overlay-${k}.kubeconfig`), {
+        server: `https://${lab.hostIP}:${port}`,
+        caFile: cp.caFile,
+        ...cert,
+        user: k,
+      });
       kubeconfigs.set(k, path);
     }
     await addLabNode('a', 1, 10, 1);
