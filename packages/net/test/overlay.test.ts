@@ -24,6 +24,7 @@ import {
 } from '@kubit/testkit';
 import {
   BACKEND_DATA_ANNOTATION,
+  netpolTableName,
   POD_MTU_ANNOTATION,
   PUBLIC_IP_ANNOTATION,
   ROUTE_PROTO,
@@ -99,13 +100,27 @@ describe('the kubit-net overlay across a router (real kernel)', () => {
       'proto',
       String(ROUTE_PROTO),
     );
+  const hasDevice = (key: string) => spawnSync('ip', ['-n', nsOf(key), 'link', 'show', device]).status === 0;
   const neighOf = (key: string) =>
-    json<{ dst: string; lladdr?: string }[]>(nsOf(key), 'neigh', 'show', 'dev', device, 'nud', 'permanent');
+    hasDevice(key)
+      ? json<{ dst: string; lladdr?: string }[]>(
+          nsOf(key),
+          'neigh',
+          'show',
+          'dev',
+          device,
+          'nud',
+          'permanent',
+        )
+      : [];
   const fdbOf = (key: string) =>
-    JSON.parse(
-      execFileSync('bridge', ['-n', nsOf(key), '-j', 'fdb', 'show', 'dev', device], { encoding: 'utf8' }) ||
-        '[]',
-    ) as { mac: string; dst?: string }[];
+    hasDevice(key)
+      ? (JSON.parse(
+          execFileSync('bridge', ['-n', nsOf(key), '-j', 'fdb', 'show', 'dev', device], {
+            encoding: 'utf8',
+          }) || '[]',
+        ) as { mac: string; dst?: string }[])
+      : [];
   const kernelSnapshot = (key: string) =>
     JSON.stringify({ routes: routesOf(key), neigh: neighOf(key), fdb: fdbOf(key).filter((f) => f.dst) });
   const getPod = async (from: string, to: string, path = '/', timeoutMs = 5000) =>
@@ -300,26 +315,62 @@ describe('the kubit-net overlay across a router (real kernel)', () => {
     await expectPodToPod('b', 'a');
   });
 
-  it('--cleanup leaves nothing of kubit-net in the node', async () => {
-    await agents.get('a')?.stop();
-    const cmd = daemonCommand('net', 'main.ts');
-    const r = spawnSync(
-      'ip',
-      [
-        'netns',
-        'exec',
-        nsOf('a'),
-        cmd.command,
-        ...cmd.args,
-        `--hostname-override=${nodeName('a')}`,
-        `--vxlan-device=${device}`,
-        '--cleanup',
-      ],
-      { encoding: 'utf8', env: { ...process.env, KUBIT_LOG_FORMAT: 'json' } },
+  it('SIGTERM leaves the kernel as it is; with --network-policy the daemon also writes the netpol table', async () => {
+    const before = kernelSnapshot('b');
+    await agents.get('b')?.stop();
+    assert.equal(agents.get('b')?.running, false);
+    assert.equal(kernelSnapshot('b'), before, 'SIGTERM removed nothing');
+    await expectPodToPod('b', 'a');
+    // The NetworkPolicy agent reads NetworkPolicies, which a node's own identity may not: run it as admin here.
+    const admin = writeLabKubeconfig(join(cp.dir, 'overlay-admin.kubeconfig'), {
+      server: `https://${lab.hostIP}:${new URL(cp.url).port}`,
+      caFile: cp.caFile,
+      cert: cp.clientCert,
+      key: cp.clientKey,
+      user: 'admin',
+    });
+    startAgent('b', [`--kubeconfig=${admin}`, '--network-policy=true']);
+    const table = netpolTableName(nodeName('b'));
+    await waitFor(
+      'the netpol table in b',
+      () => spawnSync('ip', ['netns', 'exec', nsOf('b'), 'nft', 'list', 'table', 'inet', table]).status === 0,
     );
-    assert.equal(r.status, 0, r.stderr);
-    assert.deepEqual(routesOf('a'), []);
-    assert.equal(spawnSync('ip', ['-n', nsOf('a'), 'link', 'show', device]).status, 1, 'the device is gone');
+    const ready = await waitFor('/readyz on :10263 in b', async () => {
+      const r = await lab.fetch(nsOf('b'), 'http://127.0.0.1:10263/readyz', 2000);
+      return r.status === 200 ? r : undefined;
+    });
+    assert.equal(ready.status, 200);
+    const metrics = await lab.fetch(nsOf('b'), 'http://127.0.0.1:10263/metrics', 2000);
+    assert.equal(metrics.status, 200);
+    assert.equal(kernelSnapshot('b'), before);
+  });
+
+  it('--cleanup leaves nothing of kubit-net in the node (device, routes, neighbours, FDB, netpol table)', async () => {
+    for (const k of ['a', 'b']) {
+      await agents.get(k)?.stop();
+      const cmd = daemonCommand('net', 'main.ts');
+      const r = spawnSync(
+        'ip',
+        [
+          'netns',
+          'exec',
+          nsOf(k),
+          cmd.command,
+          ...cmd.args,
+          `--hostname-override=${nodeName(k)}`,
+          `--vxlan-device=${device}`,
+          '--cleanup',
+        ],
+        { encoding: 'utf8', env: { ...process.env, KUBIT_LOG_FORMAT: 'json' } },
+      );
+      assert.equal(r.status, 0, r.stderr);
+      assert.deepEqual(routesOf(k), []);
+      assert.equal(hasDevice(k), false, `${k}: the device is gone`);
+      const tables = execFileSync('ip', ['netns', 'exec', nsOf(k), 'nft', 'list', 'tables'], {
+        encoding: 'utf8',
+      });
+      assert.ok(!tables.includes('kubit-netpol'), `${k}: netpol table left: ${tables}`);
+    }
   });
 
   it('an unknown --overlay-mode is one clear line and exit 2', () => {
