@@ -231,6 +231,18 @@ describe('overlay planner', () => {
     assert.equal(hg.annotations?.[BACKEND_TYPE_ANNOTATION], 'host-gw');
   });
 
+  it('an underlay on loopback (one machine, InternalIP 127.0.0.1) counts as Ethernet for the pod MTU', () => {
+    const p = planOverlay({
+      config: config('vxlan'),
+      nodeName: 'a',
+      nodes: [node('a', '10.244.1.0/24', '127.0.0.1')],
+      hostRoutes,
+      hostAddresses: [{ dev: 'lo', local: '127.0.0.1', prefixlen: 8, mtu: 65536 }],
+    });
+    assert.equal(p.annotations?.[POD_MTU_ANNOTATION], '1450');
+    assert.equal(p.state?.device?.mtu, 1450);
+  });
+
   it('is not ready (touches nothing) without its own Node, pod subnet or underlay address', () => {
     const base = { config: config('vxlan'), nodeName: 'a', hostRoutes, hostAddresses };
     assert.match(planOverlay({ ...base, nodes: [] }).notReady ?? '', /no Node/);

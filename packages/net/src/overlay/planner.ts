@@ -35,6 +35,8 @@ import {
   VXLAN_OVERHEAD,
 } from './types.js';
 
+const ETHERNET_MTU = 1500;
+
 export type ProblemReason =
   | 'PodCIDRConflict'
   | 'NoUnderlayAddress'
@@ -182,7 +184,11 @@ export function planOverlay(input: PlanInput): OverlayPlan {
       peers,
       problems,
     };
-  const underlayMtu = input.hostAddresses.find((a) => a.local === underlay)?.mtu;
+  const underlayIf = input.hostAddresses.find((a) => a.local === underlay);
+  // An underlay on loopback (the one-machine cluster's nodes report 127.0.0.1) carries
+  // no tunnel to another host; its 65536 would give pods an MTU their traffic out of
+  // the host cannot use, so such a node counts as on Ethernet's 1500.
+  const underlayMtu = underlayIf && (underlayIf.dev === 'lo' ? ETHERNET_MTU : underlayIf.mtu);
   if (underlayMtu === undefined)
     return {
       notReady: `the underlay address ${underlay} is not on any interface of this host`,
