@@ -5,7 +5,8 @@
 // JSONPatch applied before the next, and those with reinvocationPolicy IfNeeded
 // once more when a later one changed the object; validating webhooks run in
 // parallel once the object is valid. A webhook that cannot be reached fails the
-// request unless its failurePolicy is Ignore.
+// request unless its failurePolicy is Ignore. A webhook's matchConditions (CEL,
+// match-conditions.ts) are evaluated before it is called: any false skips it.
 import { randomUUID } from 'node:crypto';
 import { Agent, request as httpsRequest } from 'node:https';
 import { badRequest, internalError, type LabelSelector, StatusError } from '@kubit/api';
@@ -17,6 +18,7 @@ import { jsonPatch } from '../model/patch.js';
 import { decodeObject } from '../objects.js';
 import type { KObject, Store } from '../storage.js';
 import type { WatchCache } from '../watchcache.js';
+import { evaluateMatchConditions, type MatchCondition } from './match-conditions.js';
 import { namespaceMatches, type Operation, objectMatches, type Rule, rulesMatch } from './rules.js';
 
 /** One admission request as the REST layer describes it. */
@@ -54,6 +56,7 @@ interface Webhook {
   timeoutSeconds?: number;
   reinvocationPolicy?: string;
   admissionReviewVersions?: string[];
+  matchConditions?: MatchCondition[];
 }
 
 /** What a request looks like to one matched webhook: the kind it was matched as (matchPolicy). */
@@ -158,6 +161,13 @@ export class WebhookAdmission {
         if (!def) continue;
         if (!namespaceMatches(hook.namespaceSelector, a.def, nsLabels, objectLabels ?? oldLabels)) continue;
         if (!objectMatches(hook.objectSelector, objectLabels, oldLabels)) continue;
+        // matchConditions last, as Kubernetes: the cheap selectors rule out most requests first.
+        const conditions = evaluateMatchConditions(hook.matchConditions, a, def);
+        if ('error' in conditions) {
+          this.failed(hook, `failed to evaluate match conditions: ${conditions.error}`);
+          continue;
+        }
+        if (!conditions.matched) continue;
         out.push({ hook, def, type: resource === 'mutatingwebhookconfigurations' ? 'admit' : 'validating' });
       }
     }
