@@ -57,6 +57,34 @@ describe('CEL admission expressions', () => {
   });
 });
 
+describe("Kubernetes' CEL libraries", () => {
+  it('quantities, list and string functions', () => {
+    const cases: [string, unknown][] = [
+      ["quantity('1Gi').isGreaterThan(quantity('1Mi'))", true],
+      ["quantity(object.mem).compareTo(quantity('1024Mi')) == 0", true],
+      ["quantity('1500m').asApproximateFloat() == 1.5", true],
+      ["quantity('2k').asInteger()", 2000n],
+      ["quantity('1').add(quantity('500m')).isLessThan(quantity('2'))", true],
+      ["isQuantity('1Gi') && !isQuantity('one')", true],
+      ['object.counts.sum()', 6n],
+      ['object.counts.max() == 3 && object.counts.min() == 1', true],
+      ['[1, 2, 2].isSorted() && ![2, 1].isSorted()', true],
+      ["['a', 'b'].indexOf('b')", 1n],
+      ["'a-b-c'.replace('-', '+')", 'a+b+c'],
+      ["'a-b-c'.replace('-', '+', 1)", 'a+b-c'],
+    ];
+    const object = toCel({ mem: '1Gi', counts: [1, 2, 3] });
+    for (const [expression, want] of cases) {
+      const c = compileCel(expression, 'policy');
+      assert.ok(typeof c !== 'string', `${expression}: ${c}`);
+      assert.deepEqual(runCel(c, { object }, 10), { ok: true, value: want }, expression);
+    }
+    const bad = compileCel("quantity('one').sign() == 1", 'policy', 'bool');
+    assert.ok(typeof bad !== 'string');
+    assert.match((runCel(bad, {}, 1) as { error: string }).error, /resulted in error: cannot parse 'one'/);
+  });
+});
+
 describe('policy matchConstraints', () => {
   const kinds = new KindRegistry(builtinKinds());
   const hpaV2 = kinds.lookup('autoscaling', 'v2', 'horizontalpodautoscalers')!;

@@ -8,6 +8,7 @@
 import { type FieldError, fieldErrors, isQualifiedName } from '@kubit/api';
 import { Environment } from '@marcbachmann/cel-js';
 import type { Schema } from '../model/schema.js';
+import { registerKubernetesLibrary } from './cel-library.js';
 
 /** The variables an expression may name, by where it is written. */
 export type CelScope = 'policy' | 'matchCondition';
@@ -35,6 +36,7 @@ function environment(scope: CelScope): Environment {
   if (!env) {
     env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false, limits: LIMITS });
     for (const v of SCOPE_VARIABLES[scope]) env.registerVariable(v, 'dyn');
+    registerKubernetesLibrary(env);
     environments.set(scope, env);
   }
   return env;
