@@ -13,11 +13,12 @@ import { badRequest, internalError, type LabelSelector, StatusError } from '@kub
 import { Histogram, type Logger, type Registry } from '@kubit/daemon';
 import type { UserInfo } from '../authn.js';
 import type { KindRegistry } from '../kinds/index.js';
-import { arr, groupVersion, type KindDef, obj, str } from '../kinds/types.js';
+import { arr, type KindDef, obj, str } from '../kinds/types.js';
 import { jsonPatch } from '../model/patch.js';
 import { decodeObject } from '../objects.js';
 import type { KObject, Store } from '../storage.js';
 import type { WatchCache } from '../watchcache.js';
+import { asMatchedKind } from './cel-request.js';
 import { evaluateMatchConditions, type MatchCondition } from './match-conditions.js';
 import { namespaceMatches, type Operation, objectMatches, type Rule, rulesMatch } from './rules.js';
 
@@ -237,20 +238,9 @@ export class WebhookAdmission {
     return JSON.stringify(target) !== before;
   }
 
-  /** The object converted from kind `from` to `to` (kinds sharing storage), or itself. */
+  /** The object converted from kind `from` to `to` (kinds sharing storage), or a copy of itself. */
   private asMatched(to: KindDef, from: KindDef, o: KObject): KObject {
-    if (to === from) {
-      const x = structuredClone(o);
-      // The webhook decodes what it gets by its type meta, which a client may have left out.
-      x.apiVersion ??= groupVersion(to);
-      x.kind ??= to.kind;
-      return x;
-    }
-    const stored = from.toStorage ? from.toStorage(structuredClone(o)) : structuredClone(o);
-    const x = to.fromStorage ? to.fromStorage(stored) : stored;
-    x.apiVersion = groupVersion(to);
-    x.kind = to.kind;
-    return x;
+    return asMatchedKind(to, from, o);
   }
 
   /**
