@@ -52,6 +52,13 @@ describe('CEL admission expressions', () => {
     const r = runCel(nested, { object: toCel(big) }, values);
     assert.deepEqual(r.ok, false);
     assert.match((r as { error: string }).error, /operation cancelled: actual cost limit exceeded/);
+    // A pattern that backtracks exponentially in JavaScript is refused at compile time.
+    assert.match(
+      String(compileCel("object.name.matches('^(a+)+$')", 'policy', 'bool')),
+      /regular expression '\^\(a\+\)\+\$' could take exponential time/,
+    );
+    assert.match(String(compileCel("matches(object.name, '(x*)*')", 'policy', 'bool')), /exponential/);
+    assert.notEqual(typeof compileCel("object.name.matches('^[a-z]+$')", 'policy', 'bool'), 'string');
     // Small data: the same expression runs.
     assert.deepEqual(runCel(nested, { object: toCel({ l: [1, 2] }) }, 4), { ok: true, value: true });
   });

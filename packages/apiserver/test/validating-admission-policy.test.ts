@@ -268,6 +268,8 @@ spec:
     const got = await kubectl(cp, ['get', 'validatingadmissionpolicies']);
     assert.match(got.stdout, /NAME\s+VALIDATIONS\s+PARAMKIND\s+AGE/);
     assert.match(got.stdout, /replica-limit\.kubit\.dev\s+1\s+<unset>/);
+    const explained = await kubectl(cp, ['explain', 'validatingadmissionpolicies.spec.validations']);
+    assert.match(explained.stdout, /CEL expressions that must evaluate to true/);
     const gotB = await kubectl(cp, ['get', 'validatingadmissionpolicybindings']);
     assert.match(gotB.stdout, /NAME\s+POLICYNAME\s+PARAMREF\s+AGE/);
     assert.match(gotB.stdout, /replica-limit-binding\.kubit\.dev\s+replica-limit\.kubit\.dev\s+<unset>/);

@@ -7,6 +7,7 @@
 // comprehensions and the size of the data it may iterate.
 import { type FieldError, fieldErrors, isQualifiedName } from '@kubit/api';
 import { Environment } from '@marcbachmann/cel-js';
+import safeRegex from 'safe-regex2';
 import type { Schema } from '../model/schema.js';
 import { registerKubernetesLibrary } from './cel-library.js';
 
@@ -89,7 +90,13 @@ function compileUncached(
     return firstLine(err);
   }
   // Measured before the checker annotates the tree.
-  const { size, loopDepth } = measure(parsed.ast);
+  const { size, loopDepth, patterns } = measure(parsed.ast);
+  // Kubernetes' RE2 runs in linear time; JavaScript's backtracking engine does not, so a
+  // pattern that could backtrack exponentially is refused here rather than run in admission.
+  for (const p of patterns) {
+    if (!safeRegex(p))
+      return `regular expression '${p}' could take exponential time (a repeated group of repetitions)`;
+  }
   const checked = env.check(expression);
   if (!checked.valid) return firstLine(checked.error);
   const type = String(checked.type ?? 'dyn');
@@ -104,10 +111,14 @@ function firstLine(err: unknown): string {
   return msg.split('\n')[0].trim();
 }
 
-/** Counts the AST's nodes and the deepest nesting of comprehensions (macros that iterate). */
-function measure(ast: unknown): { size: number; loopDepth: number } {
+/**
+ * Counts the AST's nodes and the deepest nesting of comprehensions (macros that iterate),
+ * and collects the literal patterns given to `matches`.
+ */
+function measure(ast: unknown): { size: number; loopDepth: number; patterns: string[] } {
   let size = 0;
   let loopDepth = 0;
+  const patterns: string[] = [];
   const seen = new Set<unknown>();
   const walk = (n: unknown, depth: number) => {
     if (n === null || typeof n !== 'object' || seen.has(n)) return;
@@ -118,13 +129,23 @@ function measure(ast: unknown): { size: number; loopDepth: number } {
       size++;
       // Macro calls carry their method name; the library expands them into comprehensions.
       if ((node.op === 'rcall' || node.op === 'call') && isLoopCall(node.args)) d++;
+      const pattern = matchesPattern(node);
+      if (pattern !== undefined) patterns.push(pattern);
     }
     if (d > loopDepth) loopDepth = d;
     if (Array.isArray(n)) for (const x of n) walk(x, d);
     else for (const v of Object.values(n)) walk(v, d);
   };
   walk(ast, 0);
-  return { size, loopDepth };
+  return { size, loopDepth, patterns };
+}
+
+/** The literal pattern of `s.matches('<p>')` or `matches(s, '<p>')`. */
+function matchesPattern(node: { op?: unknown; args?: unknown }): string | undefined {
+  if (!Array.isArray(node.args) || node.args[0] !== 'matches') return undefined;
+  const args = node.op === 'rcall' ? node.args[2] : node.op === 'call' ? node.args[1] : undefined;
+  const last = Array.isArray(args) ? (args[args.length - 1] as { op?: unknown; args?: unknown }) : undefined;
+  return last?.op === 'value' && typeof last.args === 'string' ? last.args : undefined;
 }
 
 const LOOP_MACROS = new Set(['all', 'exists', 'exists_one', 'map', 'filter', 'sort', 'join']);
@@ -151,8 +172,19 @@ export function countValues(v: unknown, limit: number): number {
  * of comprehension may visit every value once per outer visit.
  */
 export function exceedsCost(c: CompiledExpression, values: number): boolean {
-  return c.size * Math.max(1, values) ** c.loopDepth > MAX_EVALUATION_STEPS;
+  return estimatedCost(c, values) > MAX_EVALUATION_STEPS;
 }
+
+/** The most steps evaluating `c` over data of `values` values could take. */
+export function estimatedCost(c: CompiledExpression, values: number): number {
+  return c.size * Math.max(1, values) ** c.loopDepth;
+}
+
+/**
+ * What all the expressions of one policy evaluation (one binding, one param) may
+ * spend together, as Kubernetes' RuntimeCELCostBudget (ten expressions at the limit).
+ */
+export const MAX_POLICY_STEPS = 10 * MAX_EVALUATION_STEPS;
 
 /**
  * A JSON value as CEL sees it: integers as ints (BigInt), where the kind's schema says

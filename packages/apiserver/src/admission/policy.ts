@@ -14,10 +14,13 @@ import { arr, groupVersion, type KindDef, obj, str } from '../kinds/types.js';
 import type { KObject, Store } from '../storage.js';
 import type { WatchCache } from '../watchcache.js';
 import {
+  type CelOutcome,
   type CompiledExpression,
   compileCel,
   countValues,
+  estimatedCost,
   MAX_EVALUATION_STEPS,
+  MAX_POLICY_STEPS,
   runCel,
   toCel,
 } from './cel.js';
@@ -56,6 +59,13 @@ interface Outcome {
 
 /** A configuration problem of a policy or binding: denies under failurePolicy Fail. */
 class ConfigError extends Error {}
+
+/** The evaluation spent its budget: no further expression runs. */
+class OutOfBudget extends Error {}
+const OUT_OF_BUDGET =
+  'validation failed due to running out of cost budget, no further validation rules will be run';
+
+type Run = (expression: unknown, want?: 'bool' | 'string') => CelOutcome;
 
 export class PolicyAdmission {
   constructor(
@@ -204,8 +214,12 @@ export class PolicyAdmission {
     const variables: Record<string, unknown> = {};
     const variableErrors = new Map<string, string>();
     const ctx = { ...vars, variables };
+    let budget = MAX_POLICY_STEPS;
     for (const v of arr(spec.variables).map(obj)) {
-      const r = runCel(compiled(v.expression), ctx, values);
+      const c = compiled(v.expression);
+      budget -= Math.min(estimatedCost(c, values), MAX_EVALUATION_STEPS);
+      if (budget < 0) return errorOutcome(OUT_OF_BUDGET);
+      const r = runCel(c, ctx, values);
       if (r.ok) variables[str(v.name)] = r.value;
       else variableErrors.set(str(v.name), r.error);
     }
@@ -215,12 +229,30 @@ export class PolicyAdmission {
         if (new RegExp(`\\bvariables\\.${name}\\b`).test(expression)) return error;
       return undefined;
     };
+    // The whole evaluation's budget (variables included): past it, no further expression runs.
     const run = (expression: unknown, want?: 'bool' | 'string') => {
       const text = str(expression);
       const viaVariable = failedVariable(text);
       if (viaVariable) return { ok: false as const, error: viaVariable };
-      return runCel(compiled(text, want), ctx, values);
+      const c = compiled(text, want);
+      budget -= Math.min(estimatedCost(c, values), MAX_EVALUATION_STEPS);
+      if (budget < 0) throw new OutOfBudget();
+      return runCel(c, ctx, values);
     };
+    try {
+      return this.conditionsAndValidations(spec, run, errorOutcome);
+    } catch (err) {
+      if (err instanceof OutOfBudget) return errorOutcome(OUT_OF_BUDGET);
+      throw err;
+    }
+  }
+
+  /** matchConditions (any false: nothing to decide), then each validation. */
+  private conditionsAndValidations(
+    spec: Record<string, unknown>,
+    run: Run,
+    errorOutcome: (message: string) => Outcome[],
+  ): Outcome[] {
     // matchConditions: any false skips the policy, whatever errors others had.
     let conditionError: string | undefined;
     for (const c of arr(spec.matchConditions).map(obj)) {
@@ -251,13 +283,7 @@ export class PolicyAdmission {
   }
 
   /** A failed validation's message: its messageExpression, else its message, else the expression. */
-  private message(
-    v: Record<string, unknown>,
-    run: (
-      e: unknown,
-      want?: 'bool' | 'string',
-    ) => { ok: true; value: unknown } | { ok: false; error: string },
-  ): string {
+  private message(v: Record<string, unknown>, run: Run): string {
     const fallback = str(v.message) || `failed expression: ${str(v.expression).trim()}`;
     if (v.messageExpression === undefined) return fallback;
     const r = run(v.messageExpression, 'string');
