@@ -327,7 +327,7 @@ export async function startApiServer(
   // DefaultStorageClass, StorageObjectInUseProtection and PersistentVolumeClaimResize.
   const storage = storageAdmission(caches.get('storageclasses')!, store);
   const webhooks = new WebhookAdmission(kinds, caches, log, store, registry);
-  const policies = new PolicyAdmission(kinds, caches, log, store);
+  const policies = new PolicyAdmission(kinds, caches, log, store, registry);
   const quota = new QuotaAdmission(kinds, caches.get('resourcequotas')!, store);
   const priority = new PriorityAdmission(caches.get('priorityclasses')!);
   const app = createServer({

@@ -251,6 +251,11 @@ spec:
       '--replicas=3',
     ]);
     assert.match(ok.stdout, /deployment.apps\/small created/);
+    const metrics = await api.get('/metrics');
+    assert.match(
+      metrics.text,
+      /apiserver_validating_admission_policy_check_total\{policy="replica-limit\.kubit\.dev",policy_binding="replica-limit-binding\.kubit\.dev",error_type="no_error",enforcement_action="deny"\} [1-9]/,
+    );
     // An update past the limit is refused too.
     const scaled = await api.patch(`${deployments('vap-deny')}/small`, { spec: { replicas: 9 } });
     assert.equal(scaled.status, 422, scaled.text);

@@ -8,7 +8,7 @@
 // Warn adds a Warning header, Audit logs it). Expressions were compiled when the
 // policy was written; compileCel's cache keyed by text hands the programs back.
 import { labelSelectorAsSelector, type StatusCause, StatusError } from '@kubit/api';
-import type { Logger } from '@kubit/daemon';
+import { Counter, Histogram, type Logger, type Registry } from '@kubit/daemon';
 import type { KindRegistry } from '../kinds/index.js';
 import { arr, groupVersion, type KindDef, obj, str } from '../kinds/types.js';
 import type { KObject, Store } from '../storage.js';
@@ -16,6 +16,7 @@ import type { WatchCache } from '../watchcache.js';
 import {
   type CelOutcome,
   type CompiledExpression,
+  celString,
   compileCel,
   countValues,
   estimatedCost,
@@ -74,7 +75,27 @@ export class PolicyAdmission {
     private readonly log: Logger,
     /** Read only for a namespace the watch cache has not seen yet. */
     private readonly store?: Store,
-  ) {}
+    registry?: Registry,
+  ) {
+    const labelNames = ['policy', 'policy_binding', 'error_type', 'enforcement_action'] as const;
+    const registers = registry ? [registry] : [];
+    this.checks = new Counter({
+      name: 'apiserver_validating_admission_policy_check_total',
+      help: 'Validation admission policy check total, labeled by policy and further identified by binding and enforcement action taken.',
+      labelNames,
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'apiserver_validating_admission_policy_check_duration_seconds',
+      help: 'Validation admission latency for individual validation expressions in seconds, labeled by policy and further including binding and enforcement action taken.',
+      labelNames,
+      buckets: [0.0000005, 0.001, 0.01, 0.1, 1.0],
+      registers,
+    });
+  }
+
+  private readonly checks: Counter<'policy' | 'policy_binding' | 'error_type' | 'enforcement_action'>;
+  private readonly duration: Histogram<'policy' | 'policy_binding' | 'error_type' | 'enforcement_action'>;
 
   async validate(a: AdmissionAttributes): Promise<void> {
     if (a.def.group === 'admissionregistration.k8s.io' && EXEMPT.has(a.def.resource)) return;
@@ -107,6 +128,7 @@ export class PolicyAdmission {
         )
           continue;
         let outcomes: Outcome[];
+        const start = process.hrtime.bigint();
         try {
           outcomes = this.evaluateBinding(policy, binding, a, matched, namespace, ignore);
         } catch (err) {
@@ -121,9 +143,27 @@ export class PolicyAdmission {
           outcomes = [{ message: `failed to configure binding: ${err.message}`, reason: '' }];
         }
         this.act(policy, binding, outcomes, a, denials);
+        this.observe(policy, binding, outcomes, Number(process.hrtime.bigint() - start) / 1e9);
       }
     }
     if (denials.length > 0) throw denied(a, denials[0]);
+  }
+
+  /** Kubernetes' policy check metrics: one check per binding evaluated. */
+  private observe(policy: KObject, binding: KObject, outcomes: Outcome[], seconds: number): void {
+    const actions = arr(obj(binding.spec).validationActions).map((x) => str(x).toLowerCase());
+    const base = {
+      policy: nameOf(policy),
+      policy_binding: nameOf(binding),
+      // An outcome without a reason is an evaluation or configuration error.
+      error_type: outcomes.some((o) => o.reason === '') ? 'invalid_error' : 'no_error',
+    };
+    // One count per action taken, as Kubernetes observes each (allow: nothing failed).
+    for (const action of outcomes.length === 0 ? ['allow'] : actions) {
+      const labels = { ...base, enforcement_action: action };
+      this.checks.inc(labels);
+      this.duration.observe(labels, seconds);
+    }
   }
 
   /** Deny, Warn and Audit, as the binding's validationActions say. */
@@ -240,7 +280,7 @@ export class PolicyAdmission {
       return runCel(c, ctx, values);
     };
     try {
-      return this.conditionsAndValidations(spec, run, errorOutcome);
+      return this.conditionsAndValidations(nameOf(policy), spec, run, errorOutcome);
     } catch (err) {
       if (err instanceof OutOfBudget) return errorOutcome(OUT_OF_BUDGET);
       throw err;
@@ -249,6 +289,7 @@ export class PolicyAdmission {
 
   /** matchConditions (any false: nothing to decide), then each validation. */
   private conditionsAndValidations(
+    policyName: string,
     spec: Record<string, unknown>,
     run: Run,
     errorOutcome: (message: string) => Outcome[],
@@ -278,6 +319,31 @@ export class PolicyAdmission {
       }
       if (r.value) continue;
       out.push({ message: this.message(v, run), reason: str(v.reason) || 'Invalid' });
+    }
+    out.push(...this.auditAnnotations(policyName, spec, run, errorOutcome));
+    return out;
+  }
+
+  /**
+   * auditAnnotations: Kubernetes adds `<policy>/<key>` to the request's audit event;
+   * kubit-apiserver has no audit log, so they are logged. A null value is no annotation;
+   * an error is the failurePolicy's.
+   */
+  private auditAnnotations(
+    policyName: string,
+    spec: Record<string, unknown>,
+    run: Run,
+    errorOutcome: (message: string) => Outcome[],
+  ): Outcome[] {
+    const out: Outcome[] = [];
+    for (const an of arr(spec.auditAnnotations).map(obj)) {
+      const r = run(an.valueExpression);
+      if (!r.ok) out.push(...errorOutcome(r.error));
+      else if (r.value !== null && r.value !== undefined)
+        this.log.info(
+          { auditAnnotation: `${policyName}/${str(an.key)}`, value: celString(r.value).slice(0, 10 * 1024) },
+          'validating admission policy: audit annotation',
+        );
     }
     return out;
   }
