@@ -326,8 +326,9 @@ export async function startApiServer(
   const lookup = boundObjectLookup(store, caches);
   // DefaultStorageClass, StorageObjectInUseProtection and PersistentVolumeClaimResize.
   const storage = storageAdmission(caches.get('storageclasses')!, store);
-  const webhooks = new WebhookAdmission(kinds, caches, log, store, registry);
-  const policies = new PolicyAdmission(kinds, caches, log, store, registry);
+  const authz = new UnionAuthorizer(authzChain);
+  const webhooks = new WebhookAdmission(kinds, caches, log, store, registry, authz);
+  const policies = new PolicyAdmission(kinds, caches, log, store, registry, authz);
   const quota = new QuotaAdmission(kinds, caches.get('resourcequotas')!, store);
   const priority = new PriorityAdmission(caches.get('priorityclasses')!);
   const app = createServer({
@@ -355,7 +356,7 @@ export async function startApiServer(
         await quota.validate(a);
       },
     },
-    authz: new UnionAuthorizer(authzChain),
+    authz,
     rbac,
     log,
     registry,

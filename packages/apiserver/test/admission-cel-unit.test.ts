@@ -5,8 +5,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { compileCel, countValues, exceedsCost, runCel, toCel } from '../src/admission/cel.js';
+import { celAuthorizer } from '../src/admission/cel-request.js';
 import { matchedBy } from '../src/admission/policy-match.js';
 import type { AdmissionAttributes } from '../src/admission/webhooks.js';
+import type { Attributes, Authorizer } from '../src/authz.js';
 import { builtinKinds, KindRegistry } from '../src/kinds/index.js';
 import { S } from '../src/model/schema.js';
 
@@ -89,6 +91,53 @@ describe("Kubernetes' CEL libraries", () => {
     const bad = compileCel("quantity('one').sign() == 1", 'policy', 'bool');
     assert.ok(typeof bad !== 'string');
     assert.match((runCel(bad, {}, 1) as { error: string }).error, /resulted in error: cannot parse 'one'/);
+  });
+});
+
+describe('the authorizer variable', () => {
+  it('asks the authorizer as the user, a service account, or for the request resource', () => {
+    const asked: Attributes[] = [];
+    // Allows only `get` on deployments in ns "ok", and the path /healthz.
+    const authz: Authorizer = {
+      authorize(a) {
+        asked.push(a);
+        const allow =
+          (a.resourceRequest && a.verb === 'get' && a.resource === 'deployments' && a.namespace === 'ok') ||
+          (!a.resourceRequest && a.path === '/healthz');
+        return { decision: allow ? 'allow' : 'noopinion', reason: allow ? '' : 'no rule' };
+      },
+    };
+    const a = {
+      def: new KindRegistry(builtinKinds()).lookup('apps', 'v1', 'deployments')!,
+      subresource: '',
+      operation: 'CREATE' as const,
+      namespace: 'ok',
+      name: 'd',
+      user: { name: 'alice', groups: ['devs'] },
+      dryRun: false,
+      warnings: [],
+    };
+    const authorizer = celAuthorizer(authz, a);
+    const cases: [string, unknown][] = [
+      ["authorizer.group('apps').resource('deployments').namespace('ok').check('get').allowed()", true],
+      ["authorizer.group('apps').resource('deployments').namespace('no').check('get').allowed()", false],
+      ["authorizer.group('apps').resource('deployments').namespace('no').check('get').reason()", 'no rule'],
+      ["authorizer.requestResource.check('get').allowed()", true],
+      ["authorizer.path('/healthz').check('get').allowed()", true],
+      ["authorizer.serviceAccount('kube-system', 'x').path('/metrics').check('get').allowed()", false],
+    ];
+    for (const [expression, want] of cases) {
+      const c = compileCel(expression, 'policy');
+      assert.ok(typeof c !== 'string', `${expression}: ${c}`);
+      assert.deepEqual(runCel(c, { authorizer }, 1), { ok: true, value: want }, expression);
+    }
+    assert.equal(asked[0].user.name, 'alice');
+    assert.equal(asked[3].name, 'd');
+    assert.equal(asked.at(-1)?.user.name, 'system:serviceaccount:kube-system:x');
+    assert.notEqual(
+      typeof compileCel("authorizer.path('/x').check('get').allowed()", 'matchCondition', 'bool'),
+      'string',
+    );
   });
 });
 

@@ -3,8 +3,10 @@
 // namespace, operation, userInfo, dryRun, options), with the objects in the
 // version the rules matched them as, as ValidatingAdmissionPolicy and webhook
 // matchConditions give them.
+import type { Authorizer } from '../authz.js';
 import { groupVersion, type KindDef, str } from '../kinds/types.js';
 import type { KObject } from '../storage.js';
+import { CelAuthorizer } from './cel-authorizer.js';
 import type { AdmissionAttributes } from './webhooks.js';
 
 /** `o` (stored or sent as kind `from`) converted to kind `to` (kinds sharing storage), as a copy. */
@@ -54,6 +56,17 @@ export function celRequestVariables(a: AdmissionAttributes, matched: KindDef): R
     oldObject: a.oldObject ? asMatchedKind(matched, a.def, a.oldObject) : null,
     request: celRequest(a, matched),
   };
+}
+
+/** The `authorizer` variable: checks as the requesting user, `requestResource` the request's own. */
+export function celAuthorizer(authz: Authorizer, a: AdmissionAttributes): CelAuthorizer {
+  return new CelAuthorizer(authz, a.user, {
+    group: a.def.group,
+    resource: a.def.resource,
+    subresource: a.subresource,
+    namespace: a.def.namespaced ? a.namespace : '',
+    name: a.name,
+  });
 }
 
 export const nameOf = (o: KObject) => str(o.metadata?.name);

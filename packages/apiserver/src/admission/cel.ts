@@ -9,6 +9,7 @@ import { type FieldError, fieldErrors, isQualifiedName } from '@kubit/api';
 import { Environment } from '@marcbachmann/cel-js';
 import safeRegex from 'safe-regex2';
 import type { Schema } from '../model/schema.js';
+import { registerAuthorizerLibrary } from './cel-authorizer.js';
 import { registerKubernetesLibrary } from './cel-library.js';
 
 /** The variables an expression may name, by where it is written. */
@@ -17,7 +18,7 @@ export type CelScope = 'policy' | 'matchCondition';
 const SCOPE_VARIABLES: Record<CelScope, string[]> = {
   // ValidatingAdmissionPolicy validations, messageExpressions, variables and matchConditions.
   policy: ['object', 'oldObject', 'request', 'params', 'namespaceObject', 'variables'],
-  // A webhook's matchConditions see the request only.
+  // A webhook's matchConditions see the request only (and, as policies, `authorizer`).
   matchCondition: ['object', 'oldObject', 'request'],
 };
 
@@ -38,6 +39,8 @@ function environment(scope: CelScope): Environment {
     env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false, limits: LIMITS });
     for (const v of SCOPE_VARIABLES[scope]) env.registerVariable(v, 'dyn');
     registerKubernetesLibrary(env);
+    registerAuthorizerLibrary(env);
+    env.registerVariable('authorizer', 'Authorizer');
     environments.set(scope, env);
   }
   return env;

@@ -2,9 +2,10 @@
 // decides them: CEL expressions over object, oldObject and request; all true calls
 // the webhook, any false skips it (whatever errors the others had), and otherwise
 // an error is left to the webhook's failurePolicy.
+import type { Authorizer } from '../authz.js';
 import type { KindDef } from '../kinds/types.js';
 import { compileCel, countValues, MAX_EVALUATION_STEPS, runCel, toCel } from './cel.js';
-import { celRequestVariables } from './cel-request.js';
+import { celAuthorizer, celRequestVariables } from './cel-request.js';
 import type { AdmissionAttributes } from './webhooks.js';
 
 export interface MatchCondition {
@@ -18,6 +19,7 @@ export function evaluateMatchConditions(
   conditions: MatchCondition[] | undefined,
   a: AdmissionAttributes,
   matched: KindDef,
+  authz?: Authorizer,
 ): ConditionsResult {
   if (!conditions || conditions.length === 0) return { matched: true };
   const base = celRequestVariables(a, matched);
@@ -27,6 +29,7 @@ export function evaluateMatchConditions(
     object: toCel(base.object, matched.schema),
     oldObject: toCel(base.oldObject, matched.schema),
     request: toCel(base.request),
+    ...(authz ? { authorizer: celAuthorizer(authz, a) } : {}),
   };
   let error: string | undefined;
   for (const c of conditions) {

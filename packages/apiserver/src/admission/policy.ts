@@ -9,6 +9,7 @@
 // policy was written; compileCel's cache keyed by text hands the programs back.
 import { labelSelectorAsSelector, type StatusCause, StatusError } from '@kubit/api';
 import { Counter, Histogram, type Logger, type Registry } from '@kubit/daemon';
+import type { Authorizer } from '../authz.js';
 import type { KindRegistry } from '../kinds/index.js';
 import { arr, groupVersion, type KindDef, obj, str } from '../kinds/types.js';
 import type { KObject, Store } from '../storage.js';
@@ -25,7 +26,7 @@ import {
   runCel,
   toCel,
 } from './cel.js';
-import { celRequestVariables, nameOf } from './cel-request.js';
+import { celAuthorizer, celRequestVariables, nameOf } from './cel-request.js';
 import { type MatchResources, matchedBy } from './policy-match.js';
 import type { AdmissionAttributes } from './webhooks.js';
 
@@ -76,6 +77,8 @@ export class PolicyAdmission {
     /** Read only for a namespace the watch cache has not seen yet. */
     private readonly store?: Store,
     registry?: Registry,
+    /** What `authorizer` in expressions asks. */
+    private readonly authz?: Authorizer,
   ) {
     const labelNames = ['policy', 'policy_binding', 'error_type', 'enforcement_action'] as const;
     const registers = registry ? [registry] : [];
@@ -226,6 +229,7 @@ export class PolicyAdmission {
       oldObject: toCel(base.oldObject, matched.schema),
       request: toCel(base.request),
       namespaceObject: toCel(ns),
+      ...(this.authz ? { authorizer: celAuthorizer(this.authz, a) } : {}),
     };
     const out: Outcome[] = [];
     for (const param of params) {

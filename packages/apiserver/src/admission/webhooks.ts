@@ -12,6 +12,7 @@ import { Agent, request as httpsRequest } from 'node:https';
 import { badRequest, internalError, type LabelSelector, StatusError } from '@kubit/api';
 import { Histogram, type Logger, type Registry } from '@kubit/daemon';
 import type { UserInfo } from '../authn.js';
+import type { Authorizer } from '../authz.js';
 import type { KindRegistry } from '../kinds/index.js';
 import { arr, type KindDef, obj, str } from '../kinds/types.js';
 import { jsonPatch } from '../model/patch.js';
@@ -96,6 +97,8 @@ export class WebhookAdmission {
     /** Read only for a namespace the watch cache has not seen yet. */
     private readonly store?: Store,
     registry?: Registry,
+    /** What `authorizer` in matchConditions asks. */
+    private readonly authz?: Authorizer,
   ) {
     this.duration = new Histogram({
       name: 'apiserver_admission_webhook_admission_duration_seconds',
@@ -163,7 +166,7 @@ export class WebhookAdmission {
         if (!namespaceMatches(hook.namespaceSelector, a.def, nsLabels, objectLabels ?? oldLabels)) continue;
         if (!objectMatches(hook.objectSelector, objectLabels, oldLabels)) continue;
         // matchConditions last, as Kubernetes: the cheap selectors rule out most requests first.
-        const conditions = evaluateMatchConditions(hook.matchConditions, a, def);
+        const conditions = evaluateMatchConditions(hook.matchConditions, a, def, this.authz);
         if ('error' in conditions) {
           this.failed(hook, `failed to evaluate match conditions: ${conditions.error}`);
           continue;
