@@ -413,6 +413,39 @@ spec:
     assert.equal((await api.post(deployments('vap-dev'), deployment(1))).status, 201);
   });
 
+  it('authorizer: expressions ask RBAC, as the user or as a service account', async () => {
+    await namespace('vap-authz');
+    await policy('authz.kubit.dev', {
+      matchConstraints: {
+        resourceRules: [
+          { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] },
+        ],
+      },
+      validations: [
+        {
+          expression:
+            "authorizer.group('').resource('secrets').namespace(request.namespace).check('list').allowed()",
+          message: 'the user may not list secrets',
+        },
+        {
+          expression:
+            "!has(object.metadata.labels) || !('as-sa' in object.metadata.labels) || authorizer.serviceAccount(request.namespace, 'nobody').group('').resource('secrets').namespace(request.namespace).check('list').allowed()",
+          message: 'the service account may not list secrets',
+        },
+      ],
+    });
+    await binding('authz.kubit.dev', boundTo('authz.kubit.dev', 'vap-authz'));
+    const cms = '/api/v1/namespaces/vap-authz/configmaps';
+    const refused = await untilReply(
+      'the service account check',
+      () => api.post(cms, { metadata: { name: `sa-${++seq}`, labels: { 'as-sa': 'yes' } } }),
+      (r) => r.status !== 201,
+    );
+    assert.match(refused.body.message, /denied request: the service account may not list secrets$/);
+    // The admin may list secrets: its own check passes.
+    assert.equal((await api.post(cms, { metadata: { name: 'plain' } })).status, 201);
+  });
+
   it('an expression that errors: failurePolicy Fail refuses, Ignore admits; a pathological one is cut off', async () => {
     await namespace('vap-fail');
     await namespace('vap-ignore');
