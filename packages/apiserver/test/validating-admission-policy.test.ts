@@ -354,6 +354,39 @@ spec:
       () => api.post(deployments('vap-params'), deployment(4)),
       (r) => r.status === 201,
     );
+    // A selector: every ConfigMap it picks in the request's namespace is a param, each evaluated.
+    await namespace('vap-selector');
+    for (const [name, max] of [
+      ['loose', '5'],
+      ['strict', '2'],
+    ]) {
+      const made = await api.post('/api/v1/namespaces/vap-selector/configmaps', {
+        metadata: { name, labels: { 'replica-limit': 'yes' } },
+        data: { maxReplicas: max },
+      });
+      assert.equal(made.status, 201, made.text);
+    }
+    await binding(
+      'selector-limit.kubit.dev',
+      boundTo('param-limit.kubit.dev', 'vap-selector', ['Deny'], {
+        paramRef: { selector: { matchLabels: { 'replica-limit': 'yes' } }, parameterNotFoundAction: 'Allow' },
+      }),
+    );
+    const strict = await untilReply(
+      'the strictest param',
+      () => api.post(deployments('vap-selector'), deployment(3)),
+      (r) => r.status !== 201,
+    );
+    assert.match(strict.body.message, /replicas must be no greater than 2$/);
+    assert.equal((await api.post(deployments('vap-selector'), deployment(2))).status, 201);
+    // Allow: with no param selected, nothing is evaluated.
+    for (const name of ['loose', 'strict'])
+      await api.patch(`/api/v1/namespaces/vap-selector/configmaps/${name}`, { metadata: { labels: null } });
+    await untilReply(
+      'no params',
+      () => api.post(deployments('vap-selector'), deployment(9)),
+      (r) => r.status === 201,
+    );
     // A binding whose param does not exist, under Deny.
     await namespace('vap-noparam');
     await binding(
