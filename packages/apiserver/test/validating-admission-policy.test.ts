@@ -270,9 +270,19 @@ spec:
       (r) => r.body?.status?.observedGeneration === r.body?.metadata?.generation,
     );
     assert.equal(observed.body.metadata.generation, 1);
+    // A spec change is a new generation, observed in the same write; a label change is neither.
+    const changed = await api.patch(`${VAP}/replica-limit.kubit.dev`, {
+      spec: { validations: [{ expression: 'object.spec.replicas <= 5' }, { expression: 'true' }] },
+    });
+    assert.equal(changed.status, 200, changed.text);
+    assert.equal(changed.body.metadata.generation, 2);
+    assert.equal(changed.body.status.observedGeneration, 2);
+    const labelled = await api.patch(`${VAP}/replica-limit.kubit.dev`, { metadata: { labels: { a: 'b' } } });
+    assert.equal(labelled.body.metadata.generation, 2);
+    assert.equal(labelled.body.status.observedGeneration, 2);
     const got = await kubectl(cp, ['get', 'validatingadmissionpolicies']);
     assert.match(got.stdout, /NAME\s+VALIDATIONS\s+PARAMKIND\s+AGE/);
-    assert.match(got.stdout, /replica-limit\.kubit\.dev\s+1\s+<unset>/);
+    assert.match(got.stdout, /replica-limit\.kubit\.dev\s+2\s+<unset>/);
     const explained = await kubectl(cp, ['explain', 'validatingadmissionpolicies.spec.validations']);
     assert.match(explained.stdout, /CEL expressions that must evaluate to true/);
     const gotB = await kubectl(cp, ['get', 'validatingadmissionpolicybindings']);

@@ -1,8 +1,10 @@
 // The status of ValidatingAdmissionPolicies: Kubernetes' type-checking controller
 // (in kube-apiserver) writes status.observedGeneration once it has checked a
-// generation of the policy. Here the expressions were checked when the policy was
-// written, so each new generation gets its observedGeneration (and an empty
-// typeChecking: no warnings) as soon as the watch cache shows it.
+// generation of the policy. Here the expressions are checked as the policy is
+// written, and the write itself sets observedGeneration (kinds/admissionpolicies.ts).
+// This is the fallback for a policy whose status says otherwise (a status update
+// that set another observedGeneration, an object written past the API): it gets its
+// observedGeneration (and an empty typeChecking: no warnings) once the cache shows it.
 import type { Logger } from '@kubit/daemon';
 import { obj, str } from '../kinds/types.js';
 import type { KObject, Store } from '../storage.js';

@@ -7,6 +7,7 @@
 import { type FieldError, fieldErrors, labelSelectorAsSelector } from '@kubit/api';
 import { expressionErrors, matchConditionErrors } from '../admission/cel.js';
 import { objectMeta, S, type Schema } from '../model/schema.js';
+import { sameJson } from '../objects.js';
 import type { KObject } from '../storage.js';
 import { statusSubresource } from '../subresources/status.js';
 import { age } from '../table.js';
@@ -213,6 +214,13 @@ function validateBinding(o: KObject): FieldError[] {
   return errs;
 }
 
+function defaultPolicy(o: KObject): void {
+  if (o.spec === undefined) return;
+  const spec = obj(o.spec);
+  spec.failurePolicy ??= 'Fail';
+  if (spec.matchConstraints !== undefined) defaultMatchResources(obj(spec.matchConstraints));
+}
+
 export const validatingadmissionpolicies: KindDef = {
   group: 'admissionregistration.k8s.io',
   version: 'v1',
@@ -261,19 +269,22 @@ export const validatingadmissionpolicies: KindDef = {
       validations: [{ expression: 'true' }],
     },
   },
-  defaults(o) {
-    const spec = obj(o.spec);
-    if (o.spec === undefined) return;
-    spec.failurePolicy ??= 'Fail';
-    if (spec.matchConstraints !== undefined) defaultMatchResources(obj(spec.matchConstraints));
-  },
+  defaults: defaultPolicy,
   validate: validatePolicy,
+  // Every expression is type-checked as the policy is written (validatePolicy), so the
+  // generation being written is the one observed: the status says so in the same write,
+  // where Kubernetes' type-checking controller writes it a moment later. (A write of its
+  // own would race every client updating the policy it just created.)
   prepareForCreate(o) {
-    delete o.status;
+    o.status = { observedGeneration: 1, typeChecking: {} };
   },
   prepareForUpdate(o, old) {
-    if (old.status === undefined) delete o.status;
-    else o.status = old.status;
+    // The generation REST gives this write: one more when the (defaulted) spec changes.
+    const probe = { spec: structuredClone(o.spec) } as KObject;
+    defaultPolicy(probe);
+    const generation = Number(old.metadata?.generation ?? 0);
+    const observed = sameJson(probe.spec, old.spec) ? generation : generation + 1;
+    o.status = { ...obj(old.status), observedGeneration: observed, typeChecking: {} };
   },
   table: {
     columns: [
