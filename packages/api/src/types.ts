@@ -540,6 +540,20 @@ export const kinds: readonly KindInfo[] = Object.freeze([
     namespaced: false,
   }),
   define({
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    kind: 'ValidatingAdmissionPolicy',
+    resource: 'validatingadmissionpolicies',
+    namespaced: false,
+  }),
+  define({
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    kind: 'ValidatingAdmissionPolicyBinding',
+    resource: 'validatingadmissionpolicybindings',
+    namespaced: false,
+  }),
+  define({
     group: 'discovery.k8s.io',
     version: 'v1',
     kind: 'EndpointSlice',

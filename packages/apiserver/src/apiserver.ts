@@ -8,6 +8,8 @@ import type { Logger } from '@kubit/daemon';
 import { Counter, durationArg, Histogram, type Registry, StartupError } from '@kubit/daemon';
 import type { FastifyInstance } from 'fastify';
 import { limitRangerAdmission } from './admission/limitranger.js';
+import { PolicyAdmission } from './admission/policy.js';
+import { PolicyStatus } from './admission/policy-status.js';
 import { PriorityAdmission } from './admission/priority.js';
 import { QuotaAdmission } from './admission/quota.js';
 import { WebhookAdmission } from './admission/webhooks.js';
@@ -270,6 +272,7 @@ export async function startApiServer(
   }
   // CustomResourceDefinitions become kinds at runtime, each with its own watch cache.
   const crds = new CrdServing(store, kinds, caches, log, { historySize: opts.watchCacheHistory });
+  const policyStatus = new PolicyStatus(caches.get('validatingadmissionpolicies')!, store, log);
   const repair = new AllocationRepair(
     store,
     log,
@@ -300,6 +303,7 @@ export async function startApiServer(
     await bootstrap(store, log);
     await Promise.all([...caches.values()].map((c) => c.start()));
     await crds.start();
+    policyStatus.start();
     // At start, before serving: leaked allocations go, the `kubernetes` Service is there.
     // Neither stops the apiserver from serving when it fails: each retries on its loop.
     await repair
@@ -322,7 +326,9 @@ export async function startApiServer(
   const lookup = boundObjectLookup(store, caches);
   // DefaultStorageClass, StorageObjectInUseProtection and PersistentVolumeClaimResize.
   const storage = storageAdmission(caches.get('storageclasses')!, store);
-  const webhooks = new WebhookAdmission(kinds, caches, log, store, registry);
+  const authz = new UnionAuthorizer(authzChain);
+  const webhooks = new WebhookAdmission(kinds, caches, log, store, registry, authz);
+  const policies = new PolicyAdmission(kinds, caches, log, store, registry, authz);
   const quota = new QuotaAdmission(kinds, caches.get('resourcequotas')!, store);
   const priority = new PriorityAdmission(caches.get('priorityclasses')!);
   const app = createServer({
@@ -339,16 +345,18 @@ export async function startApiServer(
       priority.admitCreate,
     ],
     updateAdmission: [storage.update],
-    // Priority, validating webhooks, then ResourceQuota, as Kubernetes orders its validating plugins.
+    // Priority, ValidatingAdmissionPolicy, validating webhooks, then ResourceQuota, as
+    // Kubernetes orders its validating plugins.
     webhooks: {
       mutate: (a) => webhooks.mutate(a),
       validate: async (a) => {
         await priority.validate(a);
+        await policies.validate(a);
         await webhooks.validate(a);
         await quota.validate(a);
       },
     },
-    authz: new UnionAuthorizer(authzChain),
+    authz,
     rbac,
     log,
     registry,
@@ -384,6 +392,7 @@ export async function startApiServer(
       await repair.stop();
       await kubernetesService.stop();
       await crds.stop();
+      await policyStatus.stop();
       await Promise.all([...caches.values()].map((c) => c.stop()));
       await app.close();
       webhooks.close();

@@ -496,7 +496,8 @@ describe('admission webhooks', () => {
           rules: [{ operations: ['READ'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
           timeoutSeconds: 31,
           admissionReviewVersions: ['v2'],
-          matchConditions: [{ name: 'x', expression: 'true' }],
+          // Conditions are supported: this one is refused only for its compile error.
+          matchConditions: [{ name: 'x', expression: 'true &&' }],
         },
       ],
     });
@@ -505,7 +506,7 @@ describe('admission webhooks', () => {
     assert.deepEqual(fields, [
       'webhooks[0].admissionReviewVersions',
       'webhooks[0].clientConfig.url',
-      'webhooks[0].matchConditions',
+      'webhooks[0].matchConditions[0].expression',
       'webhooks[0].name',
       'webhooks[0].rules[0].operations[0]',
       'webhooks[0].sideEffects',

@@ -201,6 +201,12 @@ const validators: Record<string, KindValidator> = {
     create: () => {},
   },
   'admissionregistration.k8s.io/MutatingWebhookConfiguration': { name: nameIsDNSSubdomain, create: () => {} },
+  // So are the policies' (kinds/admissionpolicies.ts): their expressions compile in the apiserver's CEL environment.
+  'admissionregistration.k8s.io/ValidatingAdmissionPolicy': { name: nameIsDNSSubdomain, create: () => {} },
+  'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding': {
+    name: nameIsDNSSubdomain,
+    create: () => {},
+  },
 };
 
 function validatorFor(info: KindInfo): KindValidator | undefined {

@@ -5,18 +5,22 @@
 // JSONPatch applied before the next, and those with reinvocationPolicy IfNeeded
 // once more when a later one changed the object; validating webhooks run in
 // parallel once the object is valid. A webhook that cannot be reached fails the
-// request unless its failurePolicy is Ignore.
+// request unless its failurePolicy is Ignore. A webhook's matchConditions (CEL,
+// match-conditions.ts) are evaluated before it is called: any false skips it.
 import { randomUUID } from 'node:crypto';
 import { Agent, request as httpsRequest } from 'node:https';
 import { badRequest, internalError, type LabelSelector, StatusError } from '@kubit/api';
 import { Histogram, type Logger, type Registry } from '@kubit/daemon';
 import type { UserInfo } from '../authn.js';
+import type { Authorizer } from '../authz.js';
 import type { KindRegistry } from '../kinds/index.js';
-import { arr, groupVersion, type KindDef, obj, str } from '../kinds/types.js';
+import { arr, type KindDef, obj, str } from '../kinds/types.js';
 import { jsonPatch } from '../model/patch.js';
 import { decodeObject } from '../objects.js';
 import type { KObject, Store } from '../storage.js';
 import type { WatchCache } from '../watchcache.js';
+import { asMatchedKind } from './cel-request.js';
+import { evaluateMatchConditions, type MatchCondition } from './match-conditions.js';
 import { namespaceMatches, type Operation, objectMatches, type Rule, rulesMatch } from './rules.js';
 
 /** One admission request as the REST layer describes it. */
@@ -54,6 +58,7 @@ interface Webhook {
   timeoutSeconds?: number;
   reinvocationPolicy?: string;
   admissionReviewVersions?: string[];
+  matchConditions?: MatchCondition[];
 }
 
 /** What a request looks like to one matched webhook: the kind it was matched as (matchPolicy). */
@@ -92,6 +97,8 @@ export class WebhookAdmission {
     /** Read only for a namespace the watch cache has not seen yet. */
     private readonly store?: Store,
     registry?: Registry,
+    /** What `authorizer` in matchConditions asks. */
+    private readonly authz?: Authorizer,
   ) {
     this.duration = new Histogram({
       name: 'apiserver_admission_webhook_admission_duration_seconds',
@@ -158,6 +165,13 @@ export class WebhookAdmission {
         if (!def) continue;
         if (!namespaceMatches(hook.namespaceSelector, a.def, nsLabels, objectLabels ?? oldLabels)) continue;
         if (!objectMatches(hook.objectSelector, objectLabels, oldLabels)) continue;
+        // matchConditions last, as Kubernetes: the cheap selectors rule out most requests first.
+        const conditions = evaluateMatchConditions(hook.matchConditions, a, def, this.authz);
+        if ('error' in conditions) {
+          this.failed(hook, `failed to evaluate match conditions: ${conditions.error}`);
+          continue;
+        }
+        if (!conditions.matched) continue;
         out.push({ hook, def, type: resource === 'mutatingwebhookconfigurations' ? 'admit' : 'validating' });
       }
     }
@@ -227,20 +241,9 @@ export class WebhookAdmission {
     return JSON.stringify(target) !== before;
   }
 
-  /** The object converted from kind `from` to `to` (kinds sharing storage), or itself. */
+  /** The object converted from kind `from` to `to` (kinds sharing storage), or a copy of itself. */
   private asMatched(to: KindDef, from: KindDef, o: KObject): KObject {
-    if (to === from) {
-      const x = structuredClone(o);
-      // The webhook decodes what it gets by its type meta, which a client may have left out.
-      x.apiVersion ??= groupVersion(to);
-      x.kind ??= to.kind;
-      return x;
-    }
-    const stored = from.toStorage ? from.toStorage(structuredClone(o)) : structuredClone(o);
-    const x = to.fromStorage ? to.fromStorage(stored) : stored;
-    x.apiVersion = groupVersion(to);
-    x.kind = to.kind;
-    return x;
+    return asMatchedKind(to, from, o);
   }
 
   /**

@@ -3,6 +3,7 @@
 // calls during admission (admission/webhooks.ts). Defaults and validation follow
 // Kubernetes' pkg/apis/admissionregistration (v1 defaults, ValidateValidatingWebhookConfiguration).
 import { type FieldError, fieldErrors } from '@kubit/api';
+import { matchConditionErrors } from '../admission/cel.js';
 import { objectMeta, S, type Schema } from '../model/schema.js';
 import type { KObject } from '../storage.js';
 import { age } from '../table.js';
@@ -263,16 +264,7 @@ function validateWebhook(
     errs.push(fieldErrors.notSupported(`${path}.reinvocationPolicy`, w.reinvocationPolicy, REINVOCATION));
   }
   validateClientConfig(obj(w.clientConfig), `${path}.clientConfig`, errs);
-  // Without a CEL evaluator the conditions could not be honoured: a webhook called for requests
-  // its conditions leave out could refuse them, so such a configuration is refused instead.
-  if (arr(w.matchConditions).length > 0) {
-    errs.push(
-      fieldErrors.forbidden(
-        `${path}.matchConditions`,
-        'matchConditions (CEL) are not supported by kubit-apiserver; select requests with rules, namespaceSelector and objectSelector',
-      ),
-    );
-  }
+  matchConditionErrors(w.matchConditions, `${path}.matchConditions`, 'matchCondition', errs);
 }
 
 function validateConfiguration(o: KObject, mutating: boolean): FieldError[] {

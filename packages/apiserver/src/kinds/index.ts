@@ -3,6 +3,7 @@
 import type { ServiceAccountTokens } from '../sa-tokens.js';
 import type { ServiceNetworking } from '../services/networking.js';
 import { tokenSubresource } from '../subresources/token.js';
+import { validatingadmissionpolicies, validatingadmissionpolicybindings } from './admissionpolicies.js';
 import { mutatingwebhookconfigurations, validatingwebhookconfigurations } from './admissionregistration.js';
 import { customresourcedefinitions } from './apiextensions.js';
 import {
@@ -134,6 +135,8 @@ export function builtinKinds(options: KindOptions = {}): KindDef[] {
     csistoragecapacities,
     validatingwebhookconfigurations,
     mutatingwebhookconfigurations,
+    validatingadmissionpolicies,
+    validatingadmissionpolicybindings,
     resourcequotas,
     limitranges,
     priorityclasses,

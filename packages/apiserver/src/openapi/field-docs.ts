@@ -299,6 +299,43 @@ export const definitionDocs: Record<string, DefinitionDocs> = {
     },
     required: { '': ['value'] },
   },
+  'io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy': {
+    about:
+      'CEL validations the apiserver runs in admission on the requests its matchConstraints select, for each binding of it.',
+  },
+  'io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicySpec': {
+    about: 'What the policy checks, on which requests, and what an evaluation error means.',
+    fields: {
+      paramKind: 'The kind (apiVersion and kind) of the objects bindings name as params; absent: no params.',
+      matchConstraints:
+        'The requests the policy applies to: resourceRules (required), excludeResourceRules, namespace and object selectors, matchPolicy.',
+      validations:
+        'CEL expressions that must evaluate to true; a false one refuses (or warns, or audits) with its message, messageExpression or the expression itself.',
+      failurePolicy:
+        'Fail (the default) or Ignore: what an expression that errors, or a configuration error, does.',
+      auditAnnotations: 'Keys and CEL valueExpressions for the audit log.',
+      matchConditions:
+        'CEL expressions that must all be true for the policy to apply (any false skips it); at most 64.',
+      variables: 'Named CEL expressions evaluated before the validations, which name them as variables.NAME.',
+    },
+    required: { '': ['matchConstraints'] },
+  },
+  'io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding': {
+    about:
+      'Binds a ValidatingAdmissionPolicy to requests and params, and says what a failed validation does.',
+  },
+  'io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec': {
+    about: 'Which policy, with which params, on which requests, acted on how.',
+    fields: {
+      policyName: 'The ValidatingAdmissionPolicy bound.',
+      paramRef:
+        "The params: one object by name, or those a selector picks (namespace: the request's when unset), and parameterNotFoundAction Allow or Deny.",
+      matchResources: 'Narrows the requests of the policy further; absent: all it matches.',
+      validationActions:
+        'Deny (refuse the request), Warn (a Warning header) and/or Audit (logged); Deny and Warn exclude each other.',
+    },
+    required: { '': ['policyName', 'validationActions'] },
+  },
   'io.k8s.api.discovery.v1.EndpointSlice': {
     about: 'A share of the endpoints of a Service.',
     required: { '': ['addressType', 'endpoints'] },
