@@ -248,6 +248,42 @@ export function proxyCleanupCommand(runner: DaemonRunner): Command {
   return { name: 'kubit-proxy-cleanup', command: d.command, args: [...d.args, '--cleanup'] };
 }
 
+/**
+ * kubit-net on every node: the node's NetworkPolicy table, and its routes to the other nodes' pod
+ * subnets. On one machine every node shares the host's network namespace and address, so the
+ * agents find every peer local and program no route (host-gw, the default, is what that means
+ * there); each still enforces the policies of its own node's pods in its own nft table.
+ */
+export function netCommands(layout: ClusterLayout, ports: ClusterPorts, runner: DaemonRunner): Command[] {
+  return layout.nodes.map((node) => {
+    const d = daemon(runner, 'net');
+    return {
+      name: `kubit-net-${node.name}`,
+      command: d.command,
+      args: [
+        ...d.args,
+        `--kubeconfig=${layout.netKubeconfig}`,
+        `--hostname-override=${node.name}`,
+        '--overlay-mode=host-gw',
+        `--healthz-bind-address=${NODE_IP}:${ports.net[node.index]}`,
+      ],
+    };
+  });
+}
+
+/** The `--cleanup` runs of kubit-net that `down` makes: each node's table and routes go. */
+export function netCleanupCommands(
+  layout: ClusterLayout,
+  ports: ClusterPorts,
+  runner: DaemonRunner,
+): Command[] {
+  return netCommands(layout, ports, runner).map((c) => ({
+    name: `${c.name}-cleanup`,
+    command: c.command,
+    args: [...c.args, '--cleanup'],
+  }));
+}
+
 /** kubit-dns on the first two nodes, each on its own port of the host bridge's address. */
 export function dnsCommands(layout: ClusterLayout, ports: ClusterPorts, runner: DaemonRunner): Command[] {
   const host = hostNetwork(layout).address;
@@ -342,5 +378,6 @@ export function clusterCommands(
     ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
     proxyCommand(layout, ports, settings, runner),
     ...dnsCommands(layout, ports, runner),
+    ...netCommands(layout, ports, runner),
   ];
 }

@@ -31,6 +31,8 @@ export interface ClusterPorts {
   proxy: { healthz: number; metrics: number };
   /** Each kubit-dns instance's DNS, health and metrics ports (one per DNS node, see dnsNodes). */
   dns: { dns: number; health: number; metrics: number }[];
+  /** Each node's kubit-net /healthz and /metrics port. */
+  net: number[];
 }
 
 export function clusterPorts(settings: ClusterSettings, storeMembers: number): ClusterPorts {
@@ -53,6 +55,8 @@ export function clusterPorts(settings: ClusterSettings, storeMembers: number): C
       health: o + 10060 + i,
       metrics: o + 9153 + i,
     })),
+    // Past the kubelets' 10300-10349.
+    net: Array.from({ length: settings.nodes }, (_, i) => o + 10400 + i),
   };
 }
 
@@ -67,6 +71,7 @@ export function allPorts(ports: ClusterPorts): number[] {
     ports.proxy.healthz,
     ports.proxy.metrics,
     ...ports.dns.flatMap((d) => [d.dns, d.health, d.metrics]),
+    ...ports.net,
   ];
 }
 
@@ -75,7 +80,7 @@ export function validateSettings(s: ClusterSettings): ClusterSettings {
   if (!Number.isInteger(s.nodes) || s.nodes < 1 || s.nodes > MAX_NODES) {
     throw new Error(`--nodes must be an integer from 1 to ${MAX_NODES}, not ${s.nodes}`);
   }
-  if (!Number.isInteger(s.portOffset) || s.portOffset < 0 || s.portOffset + 10300 + s.nodes > 65535) {
+  if (!Number.isInteger(s.portOffset) || s.portOffset < 0 || s.portOffset + 10400 + s.nodes > 65535) {
     throw new Error(`--port-offset ${s.portOffset} puts ports outside 1-65535`);
   }
   const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(s.clusterCidr);

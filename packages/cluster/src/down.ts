@@ -15,6 +15,8 @@ import {
   type DaemonRunner,
   dnsCommands,
   kubeletCommand,
+  netCleanupCommands,
+  netCommands,
   proxyCleanupCommand,
   proxyCommand,
   readCluster,
@@ -58,11 +60,20 @@ export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
     stop(controllerManagerCommand(layout, ports, settings, runner)),
     stop(proxyCommand(layout, ports, settings, runner)),
     ...dnsCommands(layout, ports, runner).map((c) => stop(c)),
+    ...netCommands(layout, ports, runner).map((c) => stop(c)),
   ]);
   // kubit-proxy leaves its rules in the kernel when it stops (a restart takes them over); down removes them.
   const cleanup = proxyCleanupCommand(runner);
   await run(cleanup.command, cleanup.args, { timeout: 30_000 }).catch((err: Error) =>
     opts.say(`kubit-proxy --cleanup failed: ${err.message}`),
+  );
+  // So does kubit-net (its NetworkPolicy tables and routes).
+  await Promise.all(
+    netCleanupCommands(layout, ports, runner).map((c) =>
+      run(c.command, c.args, { timeout: 30_000 }).catch((err: Error) =>
+        opts.say(`${c.name} failed: ${err.message}`),
+      ),
+    ),
   );
   if (await removeHostNetwork(hostNetwork(layout)).catch(() => false)) {
     opts.say(`removed the host bridge ${layout.hostBridge}`);

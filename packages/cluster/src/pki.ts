@@ -24,6 +24,7 @@ export function requiredPkiFiles(layout: ClusterLayout): string[] {
     'controller-manager',
     'kube-proxy',
     'kubit-dns',
+    'kubit-net',
     ...layout.nodes.flatMap((n) => [`kubelet-${n.name}`, `kubelet-${n.name}-server`]),
   ];
   return [
@@ -57,6 +58,7 @@ export async function writeKubeconfigs(layout: ClusterLayout, apiserverUrl: stri
     [layout.controllerManagerKubeconfig, 'controller-manager', 'system:kube-controller-manager'],
     [layout.proxyKubeconfig, 'kube-proxy', 'system:kube-proxy'],
     [layout.dnsKubeconfig, 'kubit-dns', 'system:kubit-dns'],
+    [layout.netKubeconfig, 'kubit-net', 'system:kubit-net'],
     ...layout.nodes.map((n): [string, string, string] => [
       n.kubeconfig,
       `kubelet-${n.name}`,

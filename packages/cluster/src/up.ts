@@ -17,6 +17,7 @@ import {
   dnsCommands,
   kubeletCommand,
   NODE_IP,
+  netCommands,
   proxyCommand,
   REGISTRY_BIN,
   registryCommand,
@@ -159,6 +160,7 @@ export async function up(opts: UpOptions): Promise<UpResult> {
     ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
     proxyCommand(layout, ports, settings, runner),
     ...dnsCommands(layout, ports, runner),
+    ...netCommands(layout, ports, runner),
   ];
   // Everything starts at once: loading a Node daemon takes longer than a store
   // election, so overlapping them is most of the speed. The critical path is

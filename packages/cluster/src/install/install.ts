@@ -17,9 +17,9 @@ import {
   dnsHosts,
   type HostPlan,
   hostPaths,
+  nodeCleanupScript,
   PORTS,
   planCluster,
-  proxyCleanupScript,
   serverSans,
   storeMetricsUrl,
   type Templates,
@@ -73,6 +73,7 @@ export async function loadTemplates(repoRoot: string): Promise<Templates> {
     'containerd-kubit@.service',
     'kubit-kubelet@.service',
     'kubit-proxy.service',
+    'kubit-net@.service',
     'kubit-dns@.service',
   ]) {
     units.set(u, await read('systemd', u));
@@ -242,20 +243,31 @@ export async function unitProblems(inv: Inventory, plans: HostPlan[], mode: Inst
   return reports.filter(Boolean).join('\n');
 }
 
-/** Each host routes every other node's pod subnet through that node's address. */
-export async function syncRoutes(inv: Inventory, nodes: NodeView[]): Promise<void> {
+/**
+ * Each control-plane host routes every node's pod subnet through that node's address (the
+ * apiserver reaches webhooks and pods there). Node hosts need none of this: their kubit-net
+ * keeps their routes (or VXLAN) to the other nodes, and keeps them across reboots. A node that
+ * is not on the control-plane host's own segment cannot be a next hop: that is said, and left.
+ */
+export async function syncRoutes(
+  inv: Inventory,
+  nodes: NodeView[],
+  say: (line: string) => void = () => {},
+): Promise<void> {
   const byName = new Map(nodes.map((n) => [n.name, n]));
   await Promise.all(
-    allHosts(inv).map(async (h) => {
-      const routes = inv.nodes
-        .filter((n) => n.name !== h.name)
-        .map((n) => {
+    inv.controlPlane
+      .filter((h) => !inv.nodes.some((n) => n.name === h.name))
+      .map(async (h) => {
+        const routes = inv.nodes.map((n) => {
           const cidr = byName.get(n.name)?.podCidr;
           if (!cidr) throw new Error(`node ${n.name} has no spec.podCIDR yet`);
-          return `ip route replace ${shQuote(cidr)} via ${shQuote(n.address)}`;
+          const [c, via] = [shQuote(cidr), shQuote(n.address)];
+          return `if ip -o route get ${via} | grep -q ' via '; then echo "${n.name} (${n.address}) is not on this host's segment: its pod subnet ${cidr} is not routed from here"; else ip route replace ${c} via ${via}; fi`;
         });
-      if (routes.length > 0) await runSshChecked(h, 'adding pod routes', routes.join('\n'), sshOptions(inv));
-    }),
+        const out = await runSshChecked(h, 'adding pod routes', routes.join('\n'), sshOptions(inv));
+        for (const line of out.trim().split('\n').filter(Boolean)) say(`${h.name}: ${line}`);
+      }),
   );
 }
 
@@ -337,9 +349,10 @@ export async function install(opts: InstallOptions): Promise<InstallResult> {
     },
     { timeoutMs: left(), intervalMs: 200 },
   ).catch(explain);
-  opts.say('nodes registered; adding the routes between pod subnets');
-  await syncRoutes(inv, nodes);
-  opts.say(`pod routes: ${nodes.map((n) => `${n.podCidr} via ${n.name}`).join(', ')}`);
+  opts.say(
+    `nodes registered (${nodes.map((n) => `${n.name} ${n.podCidr}`).join(', ')}); kubit-net on each node routes between them (${inv.overlayMode})`,
+  );
+  await syncRoutes(inv, nodes, opts.say);
   await waitUntil(
     `nodes ${wanted.join(', ')} to be Ready`,
     async () => {
@@ -365,9 +378,10 @@ export async function uninstall(opts: Omit<InstallOptions, 'timeoutMs'>): Promis
         opts.mode === 'direct'
           ? stopScript(plan.paths, units)
           : `systemctl disable --now ${units.map((u) => shQuote(u.name)).join(' ')}`;
-      // A node host's kubit-proxy left its nft table behind when it stopped (for a restart to take over).
+      // A node host's kubit-proxy and kubit-net left their nft tables (and kubit-net its routes and
+      // VXLAN device) behind when they stopped, for a restart to take over.
       const cleanup = plan.units.some((u) => u.name === 'kubit-proxy.service')
-        ? `\n${proxyCleanupScript(inv)}`
+        ? `\n${nodeCleanupScript(inv, plan.host)}`
         : '';
       try {
         const out = await runSshChecked(plan.host, 'stopping the daemons', `${script}${cleanup}`, ssh);

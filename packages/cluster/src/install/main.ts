@@ -98,8 +98,12 @@ async function main(argv: string[]): Promise<void> {
     case 'routes': {
       const pki = join(workDir, 'pki');
       const admin = loadClientTls(join(pki, 'ca.crt'), join(pki, 'admin.crt'), join(pki, 'admin.key'));
-      await syncRoutes(inventory, await listNodes(apiserverUrl(inventory), admin));
-      process.stdout.write('pod routes are in place on every host\n');
+      await syncRoutes(inventory, await listNodes(apiserverUrl(inventory), admin), (line) =>
+        process.stdout.write(`${line}\n`),
+      );
+      process.stdout.write(
+        "pod routes are in place on every control-plane host (kubit-net keeps the nodes')\n",
+      );
       return;
     }
   }
