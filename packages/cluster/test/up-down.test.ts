@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,6 +89,22 @@ async function freeClusterCidr(): Promise<string> {
   const { stdout } = await run('ip', ['-4', 'route']);
   for (let x = 240; x < 256; x++) if (!stdout.includes(`10.${x}.`)) return `10.${x}.0.0/16`;
   throw new Error('no free 10.x.0.0/16 for the test cluster');
+}
+
+/** The network namespace (a name in /run/netns, where containerd's CNI puts them) holding a pod's address. */
+async function podNetns(podIp: string): Promise<string> {
+  const { stdout } = await run('ip', ['netns', 'list']);
+  for (const name of stdout
+    .split('\n')
+    .map((l) => l.split(' ')[0])
+    .filter(Boolean)) {
+    const addrs = await run('ip', ['-n', name, '-4', '-o', 'addr']).then(
+      (r) => r.stdout,
+      () => '',
+    );
+    if (addrs.includes(`inet ${podIp}/`)) return name;
+  }
+  throw new Error(`no network namespace in /run/netns has the pod address ${podIp}`);
 }
 
 /** A pod that runs the host's kubectl (a static binary) as its ServiceAccount, with in-cluster config. */
@@ -479,6 +495,64 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
       );
       assert.match(listed, /pod\/svc-client/);
       await kubectl(['delete', 'pod', 'svc-client', '--wait=false']);
+
+      // @kubernetes/client-node's loadFromCluster(), as a controller in the pod would run it: the
+      // host's node in the pod's network namespace, with the pod's ServiceAccount files mounted
+      // at the in-cluster path (a private tmpfs on /run) and the pod's KUBERNETES_SERVICE_* variables.
+      const saDir = await mkdtemp(join(tmpdir(), 'kubit-sa-files-'));
+      try {
+        for (const f of ['token', 'ca.crt', 'namespace']) {
+          const text = await kubectl([
+            'exec',
+            'incluster',
+            '--',
+            'cat',
+            `/var/run/secrets/kubernetes.io/serviceaccount/${f}`,
+          ]);
+          await writeFile(join(saDir, f), text, { mode: 0o600 });
+        }
+        const podEnv = await kubectl(['exec', 'incluster', '--', 'env']);
+        const envOf = (name: string) => new RegExp(`^${name}=(.*)$`, 'm').exec(podEnv)?.[1] ?? '';
+        const podIp = (await kubectl(['get', 'pod', 'incluster', '-o', 'jsonpath={.status.podIP}'])).trim();
+        const netns = await podNetns(podIp);
+        const script = join(repoRoot, 'packages', 'cluster', 'test', 'incluster-client.mjs');
+        const secrets = '/run/secrets/kubernetes.io/serviceaccount';
+        const { stdout } = await run(
+          'nsenter',
+          [
+            `--net=/run/netns/${netns}`,
+            'unshare',
+            '--mount',
+            '--propagation',
+            'private',
+            'sh',
+            '-c',
+            `mount -t tmpfs tmpfs /run && mkdir -p ${secrets} && cp "$0"/* ${secrets}/ && exec "$1" "$2"`,
+            saDir,
+            process.execPath,
+            script,
+          ],
+          {
+            env: {
+              PATH: process.env.PATH,
+              KUBERNETES_SERVICE_HOST: envOf('KUBERNETES_SERVICE_HOST'),
+              KUBERNETES_SERVICE_PORT: envOf('KUBERNETES_SERVICE_PORT'),
+            },
+            timeout: 60_000,
+          },
+        );
+        const seen = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as {
+          server?: string;
+          pods?: string[];
+        };
+        assert.equal(
+          seen.server,
+          `https://${envOf('KUBERNETES_SERVICE_HOST')}:${envOf('KUBERNETES_SERVICE_PORT')}`,
+        );
+        assert.ok(seen.pods?.includes('incluster'), stdout);
+      } finally {
+        await rm(saDir, { recursive: true, force: true });
+      }
       const token = await kubectl([
         'exec',
         'incluster',
