@@ -77,6 +77,8 @@ async function freeOffset(): Promise<number> {
       2379, 2380, 2381, 2389, 2390, 2391, 2399, 2400, 2401, 5000, 6443, 10257, 10259, 10300, 10301,
       // kubit-proxy's health and metrics, kubit-dns's DNS, health and metrics ports.
       10256, 10249, 10053, 10054, 10060, 10061, 9153, 9154,
+      // Each node's kubit-net (health and metrics).
+      10400, 10401,
     ];
     const free = await Promise.all(ports.map((p) => portFree(p + offset)));
     if (free.every(Boolean)) return offset;
