@@ -4,6 +4,7 @@
 // conflist from deploy/containerd's template, containerd loads it, the node
 // turns Ready at once and the pod runs with an IP from that subnet.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -143,6 +144,57 @@ test('pods wait for the pod CIDR; then the kubelet writes the conflist and the p
     60_000,
     250,
   );
+});
+
+test('kubit-net’s pod MTU on the Node goes into the conflist, and the next pod gets it', async () => {
+  assert.ok(kubelet, 'the first test started the kubelet');
+  // What kubit-net does in vxlan mode: publish underlay − 50 on its own Node.
+  await client.patch<Node>(resources.nodes, NODE, {
+    metadata: { annotations: { 'net.kubit.dev/pod-mtu': '1450' } },
+  });
+  await waitFor(
+    'the conflist to carry the MTU',
+    async () => {
+      const c = JSON.parse(await readFile(join(confDir, '10-kubit.conflist'), 'utf8')) as {
+        plugins: { type: string; mtu?: number }[];
+      };
+      return c.plugins.find((p) => p.type === 'bridge')?.mtu === 1450;
+    },
+    30_000,
+    100,
+  );
+  await client.create<Pod>(
+    resources.pods,
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'mtu', namespace: 'default' },
+      spec: {
+        nodeName: NODE,
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'c', image: 'busybox:latest', command: ['sleep', '3600'] }],
+      },
+    },
+    { namespace: 'default' },
+  );
+  await waitFor(
+    'the pod to run',
+    async () =>
+      (await client.get<Pod>(resources.pods, 'mtu', { namespace: 'default' })).status?.phase === 'Running',
+    90_000,
+    250,
+  );
+  // The bridge plugin set the MTU on both ends of the pod's veth; the host end is on the node's bridge.
+  const ports = JSON.parse(
+    execFileSync('ip', ['-j', 'link', 'show', 'master', containerd.bridge], { encoding: 'utf8' }) || '[]',
+  ) as { ifname: string; mtu: number }[];
+  assert.ok(ports.length > 0, `no veth on ${containerd.bridge}`);
+  assert.deepEqual(
+    ports.map((p) => p.mtu),
+    ports.map(() => 1450),
+    JSON.stringify(ports),
+  );
+  await client.delete(resources.pods, 'mtu', { namespace: 'default' });
 });
 
 test('bad CNI flags stop the kubelet with one clear line', async () => {

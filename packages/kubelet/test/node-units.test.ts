@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempDir } from '@kubit/testkit';
 import { WriteQueue } from '../src/hollow/write-queue.js';
-import { CniConfig, checkPodCidr, defaultCniTemplatePath, fillTemplate } from '../src/node/cni-config.js';
+import {
+  CniConfig,
+  checkPodCidr,
+  defaultCniTemplatePath,
+  fillTemplate,
+  podMtuOf,
+} from '../src/node/cni-config.js';
 import { buildNodeStatus, type NodeIdentity, statusSignature } from '../src/node/node-status.js';
 import { FakeRuntime } from '../src/runtime/fake.js';
 
@@ -64,6 +70,18 @@ test('the CNI conflist comes from the repository template, written once per subn
     assert.equal(bridge?.ipMasq, false);
     assert.equal(bridge?.ipam?.ranges[0]?.[0]?.subnet, '10.244.9.0/24');
     await assert.rejects(cni.ensure('10.244.9.0'), /not an IPv4 CIDR/);
+    // kubit-net's pod MTU (net.kubit.dev/pod-mtu) goes on the bridge plugin; a change rewrites the file.
+    assert.equal(await cni.ensure('10.244.9.0/24', 1450), true);
+    assert.equal(await cni.ensure('10.244.9.0/24', 1450), false);
+    assert.equal(cni.mtu, 1450);
+    const withMtu = JSON.parse(await readFile(cni.path, 'utf8')) as {
+      plugins: { type: string; mtu?: number }[];
+    };
+    assert.equal(withMtu.plugins.find((p) => p.type === 'bridge')?.mtu, 1450);
+    assert.equal(podMtuOf({ 'net.kubit.dev/pod-mtu': '1450' }), 1450);
+    assert.equal(podMtuOf({ 'net.kubit.dev/pod-mtu': 'x' }), undefined);
+    assert.equal(podMtuOf({ 'net.kubit.dev/pod-mtu': '100' }), undefined, 'below IPv4 minimum 576');
+    assert.equal(podMtuOf(undefined), undefined);
   } finally {
     await dir.cleanup();
   }

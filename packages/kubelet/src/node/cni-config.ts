@@ -11,6 +11,20 @@ import { fileURLToPath } from 'node:url';
 export const CONFLIST_FILE = '10-kubit.conflist';
 export const DEFAULT_CNI_BRIDGE = 'kubit0';
 export const DEFAULT_CNI_NETWORK = 'kubit';
+/**
+ * The MTU pods must use, published on the Node by kubit-net (the VXLAN overlay
+ * costs 50 bytes of the underlay's MTU). Spelled here, not imported: the
+ * kubelet depends on no other daemon's package.
+ */
+export const POD_MTU_ANNOTATION = 'net.kubit.dev/pod-mtu';
+
+/** The pod MTU a Node's annotation asks for, or undefined when absent or not a sane MTU. */
+export function podMtuOf(annotations: Record<string, string> | undefined): number | undefined {
+  const v = annotations?.[POD_MTU_ANNOTATION];
+  if (!v || !/^\d{2,5}$/.test(v)) return undefined;
+  const n = Number(v);
+  return n >= 576 && n <= 65535 ? n : undefined;
+}
 
 export interface CniConfigOptions {
   /** --cni-conf-dir: where containerd's CRI plugin reads networks from. */
@@ -57,6 +71,7 @@ export function checkPodCidr(cidr: string): void {
 
 export class CniConfig {
   private written: string | undefined;
+  private writtenMtu: number | undefined;
 
   constructor(private readonly opts: CniConfigOptions) {}
 
@@ -69,28 +84,41 @@ export class CniConfig {
     return this.written;
   }
 
-  conflist(template: string, podCidr: string): string {
+  /** The pod MTU the conflist on disk was written with (undefined: the bridge plugin's default). */
+  get mtu(): number | undefined {
+    return this.writtenMtu;
+  }
+
+  conflist(template: string, podCidr: string, mtu?: number): string {
     checkPodCidr(podCidr);
-    return fillTemplate(template, {
+    const text = fillTemplate(template, {
       NETWORK_NAME: this.opts.networkName,
       BRIDGE: this.opts.bridge,
       POD_CIDR: podCidr,
       IP_MASQ: String(this.opts.ipMasq),
     });
+    if (mtu === undefined) return text;
+    // The bridge plugin gives the pod's veth (both ends) this MTU; the template need not know.
+    const conf = JSON.parse(text) as { plugins?: { type?: string; mtu?: number }[] };
+    const bridge = conf.plugins?.find((p) => p.type === 'bridge');
+    if (!bridge) throw new Error('the CNI template has no bridge plugin to set the pod MTU on');
+    bridge.mtu = mtu;
+    return `${JSON.stringify(conf, null, 2)}\n`;
   }
 
-  /** Writes the conflist for `podCidr` unless the same text is there. Returns whether it wrote. */
-  async ensure(podCidr: string): Promise<boolean> {
+  /** Writes the conflist for `podCidr` (and pod MTU) unless the same text is there. Returns whether it wrote. */
+  async ensure(podCidr: string, mtu?: number): Promise<boolean> {
     let template: string;
     try {
       template = await readFile(this.opts.templatePath, 'utf8');
     } catch (err) {
       throw new Error(`cannot read the CNI template ${this.opts.templatePath}: ${(err as Error).message}`);
     }
-    const text = this.conflist(template, podCidr);
+    const text = this.conflist(template, podCidr, mtu);
     const path = this.path;
     if (existsSync(path) && readFileSync(path, 'utf8') === text) {
       this.written = podCidr;
+      this.writtenMtu = mtu;
       return false;
     }
     await mkdir(this.opts.confDir, { recursive: true });
@@ -106,6 +134,7 @@ export class CniConfig {
       throw err;
     }
     this.written = podCidr;
+    this.writtenMtu = mtu;
     return true;
   }
 }

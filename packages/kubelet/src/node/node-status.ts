@@ -8,7 +8,7 @@ import type { ContainerRuntime } from '@kubit/cri';
 import type { Logger } from '@kubit/daemon';
 import type { Lease } from 'kubernetes-types/coordination/v1.js';
 import type { Node, NodeCondition, NodeStatus, Taint } from 'kubernetes-types/core/v1.js';
-import type { CniConfig } from './cni-config.js';
+import { type CniConfig, podMtuOf } from './cni-config.js';
 
 export const KUBELET_VERSION = 'v1.32.0-kubit';
 export const LEASE_NAMESPACE = 'kube-node-lease';
@@ -223,7 +223,10 @@ export class NodeAgent {
     }
     this.nodeUid = created.metadata?.uid ?? '';
     // A subnet already known (a restart, or --pod-cidr): the network can be ready before the first status.
-    await this.applyPodCidr(created.spec?.podCIDR ?? this.id.podCIDR);
+    await this.applyPodCidr(
+      created.spec?.podCIDR ?? this.id.podCIDR,
+      podMtuOf(created.metadata?.annotations),
+    );
     await this.postStatus(await this.computeStatus());
     // The Lease is a heartbeat, not a precondition: keep going if its namespace is not there yet.
     await this.renewLease().catch((err) =>
@@ -258,7 +261,7 @@ export class NodeAgent {
     });
     const seen = (n: Node) => {
       if (n.metadata?.name !== this.id.name) return;
-      void this.applyPodCidr(n.spec?.podCIDR).catch((err) =>
+      void this.applyPodCidr(n.spec?.podCIDR, podMtuOf(n.metadata?.annotations)).catch((err) =>
         this.log.error({ err: (err as Error).message }, 'cannot write the CNI config'),
       );
     };
@@ -303,10 +306,11 @@ export class NodeAgent {
     return buildNodeStatus(this.id, this.runtime, this.lastStatus, this.networkNotReady());
   }
 
-  private async applyPodCidr(cidr: string | undefined): Promise<void> {
-    if (!cidr || !this.cni || this.cni.podCidr === cidr) return;
-    const wrote = await this.cni.ensure(cidr);
-    this.log.info({ podCIDR: cidr, conflist: this.cni.path, wrote }, 'pod network configured');
+  /** Writes the conflist for the pod subnet and kubit-net's pod MTU (net.kubit.dev/pod-mtu) when either changed. */
+  private async applyPodCidr(cidr: string | undefined, mtu: number | undefined): Promise<void> {
+    if (!cidr || !this.cni || (this.cni.podCidr === cidr && this.cni.mtu === mtu)) return;
+    const wrote = await this.cni.ensure(cidr, mtu);
+    this.log.info({ podCIDR: cidr, mtu, conflist: this.cni.path, wrote }, 'pod network configured');
     this.podCidrHandler?.(cidr);
     // containerd loads the conflist within moments: look again soon, and post the change at once.
     void this.checkStatus();
