@@ -265,7 +265,12 @@ export function proxyCleanupCommand(settings: ClusterSettings, runner: DaemonRun
  * agents find every peer local and program no route (host-gw, the default, is what that means
  * there); each still enforces the policies of its own node's pods in its own nft table.
  */
-export function netCommands(layout: ClusterLayout, ports: ClusterPorts, runner: DaemonRunner): Command[] {
+export function netCommands(
+  layout: ClusterLayout,
+  ports: ClusterPorts,
+  settings: ClusterSettings,
+  runner: DaemonRunner,
+): Command[] {
   return layout.nodes.map((node) => {
     const d = daemon(runner, 'net');
     return {
@@ -277,6 +282,8 @@ export function netCommands(layout: ClusterLayout, ports: ClusterPorts, runner: 
         `--hostname-override=${node.name}`,
         '--overlay-mode=host-gw',
         `--healthz-bind-address=${NODE_IP}:${ports.net[node.index]}`,
+        // Another cluster on this machine has a node-1 too: each keeps its own table.
+        ...(settings.name === 'kubit' ? [] : [`--nft-table=kubit-netpol-${settings.name}-${node.name}`]),
       ],
     };
   });
@@ -286,9 +293,10 @@ export function netCommands(layout: ClusterLayout, ports: ClusterPorts, runner: 
 export function netCleanupCommands(
   layout: ClusterLayout,
   ports: ClusterPorts,
+  settings: ClusterSettings,
   runner: DaemonRunner,
 ): Command[] {
-  return netCommands(layout, ports, runner).map((c) => ({
+  return netCommands(layout, ports, settings, runner).map((c) => ({
     name: `${c.name}-cleanup`,
     command: c.command,
     args: [...c.args, '--cleanup'],
@@ -394,6 +402,6 @@ export function clusterCommands(
     ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, settings, runner)),
     proxyCommand(layout, ports, settings, runner),
     ...dnsCommands(layout, ports, settings, runner),
-    ...netCommands(layout, ports, runner),
+    ...netCommands(layout, ports, settings, runner),
   ];
 }

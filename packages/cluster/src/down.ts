@@ -63,7 +63,7 @@ export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
     stop(controllerManagerCommand(layout, ports, settings, runner)),
     stop(proxyCommand(layout, ports, settings, runner)),
     ...dnsCommands(layout, ports, settings, runner).map((c) => stop(c)),
-    ...netCommands(layout, ports, runner).map((c) => stop(c)),
+    ...netCommands(layout, ports, settings, runner).map((c) => stop(c)),
   ]);
   // kubit-proxy leaves its rules in the kernel when it stops (a restart takes them over); down removes them.
   const cleanup = proxyCleanupCommand(settings, runner);
@@ -72,7 +72,7 @@ export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
   );
   // So does kubit-net (its NetworkPolicy tables and routes).
   await Promise.all(
-    netCleanupCommands(layout, ports, runner).map((c) =>
+    netCleanupCommands(layout, ports, settings, runner).map((c) =>
       run(c.command, c.args, { timeout: 30_000 }).catch((err: Error) =>
         opts.say(`${c.name} failed: ${err.message}`),
       ),

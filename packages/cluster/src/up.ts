@@ -198,7 +198,7 @@ export async function up(opts: UpOptions): Promise<UpResult> {
     ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, settings, runner)),
     proxyCommand(layout, ports, settings, runner),
     ...dnsCommands(layout, ports, settings, runner),
-    ...netCommands(layout, ports, runner),
+    ...netCommands(layout, ports, settings, runner),
   ];
   // Everything starts at once: loading a Node daemon takes longer than a store
   // election, so overlapping them is most of the speed. The critical path is

@@ -273,6 +273,9 @@ describe('daemon bundles (scripts/bundle.mjs, part of pnpm build)', () => {
     ['controllers', 'main', 'kubit-controller-manager'],
     ['kubelet', 'main', 'kubit-kubelet'],
     ['kubelet', 'hollow', 'kubit-hollow'],
+    ['proxy', 'main', 'kubit-proxy'],
+    ['net', 'main', 'kubit-net'],
+    ['dns', 'main', 'kubit-dns'],
   ]) {
     it(`${pkg}/dist/src/${entry}.bundle.mjs is fresh and loads`, async () => {
       const built = join(repoRoot, 'packages', pkg, 'dist', 'src', `${entry}.js`);
