@@ -87,9 +87,13 @@ export async function loadTemplates(repoRoot: string): Promise<Templates> {
 }
 
 /** Every host answers ssh and has what its roles need; one clear message lists what is missing where. */
-export async function checkHosts(inv: Inventory, mode: InstallMode): Promise<void> {
+export async function checkHosts(
+  inv: Inventory,
+  mode: InstallMode,
+  hosts: Host[] = allHosts(inv),
+): Promise<void> {
   const problems = await Promise.all(
-    allHosts(inv).map(async (h) => {
+    hosts.map(async (h) => {
       const isNode = inv.nodes.includes(h);
       const need = [
         `[ -x ${shQuote(inv.nodePath)} ] || echo "node (${inv.nodePath})"`,
@@ -144,7 +148,7 @@ function dnsPortCheck(h: Host): string {
   ].join('\n');
 }
 
-async function makePki(inv: Inventory, repoRoot: string, pkiDir: string): Promise<void> {
+export async function makePki(inv: Inventory, repoRoot: string, pkiDir: string): Promise<void> {
   const args = [pkiDir, ...inv.nodes.flatMap((n) => ['--node', n.name]), ...serverSans(inv)];
   try {
     await run(join(repoRoot, 'scripts', 'pki'), args);
@@ -155,7 +159,11 @@ async function makePki(inv: Inventory, repoRoot: string, pkiDir: string): Promis
 }
 
 /** Writes each host's files under workDir/hosts/NAME/fs, laid out as they go onto the host's "/". */
-async function stage(plans: HostPlan[], pkiDir: string, workDir: string): Promise<Map<string, string>> {
+export async function stage(
+  plans: HostPlan[],
+  pkiDir: string,
+  workDir: string,
+): Promise<Map<string, string>> {
   const roots = new Map<string, string>();
   for (const plan of plans) {
     const fs = join(workDir, 'hosts', plan.host.name, 'fs');
@@ -189,7 +197,7 @@ export async function writeAdminKubeconfig(inv: Inventory, workDir: string): Pro
 }
 
 /** Units of a phase on every host, in parallel; in direct mode from the staged unit and env files. */
-async function startUnits(
+export async function startUnits(
   opts: InstallOptions,
   plans: HostPlan[],
   staged: Map<string, string>,
@@ -243,6 +251,43 @@ export async function unitProblems(inv: Inventory, plans: HostPlan[], mode: Inst
   return reports.filter(Boolean).join('\n');
 }
 
+/** The Kubit tree (kubit.copyFrom) and each host's staged files, onto the hosts. */
+export async function copyToHosts(
+  opts: InstallOptions,
+  plans: HostPlan[],
+  staged: Map<string, string>,
+): Promise<void> {
+  const inv = opts.inventory;
+  const ssh = sshOptions(inv);
+  await Promise.all(
+    plans.map(async (plan) => {
+      if (inv.kubitCopyFrom) {
+        await copyTree(plan.host, inv.kubitCopyFrom, inv.kubitRoot, ssh, [
+          './.git',
+          './.kubit',
+          './.kubit-install',
+        ]);
+      }
+      await copyTree(plan.host, staged.get(plan.host.name) ?? '', '/', ssh);
+      if (opts.mode === 'systemd') {
+        await runSshChecked(plan.host, 'systemctl daemon-reload', 'systemctl daemon-reload', ssh);
+      }
+    }),
+  );
+}
+
+/** A wait's failure, with what is not running on the hosts of `plans` and why. */
+export function explainer(
+  inv: Inventory,
+  plans: HostPlan[],
+  mode: InstallMode,
+): (err: unknown) => Promise<never> {
+  return async (err) => {
+    const problems = await unitProblems(inv, plans, mode);
+    throw new Error(`${(err as Error).message}${problems ? `\n${problems}` : ''}`);
+  };
+}
+
 /**
  * Each control-plane host routes every node's pod subnet through that node's address (the
  * apiserver reaches webhooks and pods there). Node hosts need none of this: their kubit-net
@@ -273,7 +318,6 @@ export async function syncRoutes(
 
 export async function install(opts: InstallOptions): Promise<InstallResult> {
   const inv = opts.inventory;
-  const ssh = sshOptions(inv);
   opts.say(`checking ${allHosts(inv).length} hosts over ssh`);
   await checkHosts(inv, opts.mode);
 
@@ -285,29 +329,12 @@ export async function install(opts: InstallOptions): Promise<InstallResult> {
   const staged = await stage(plans, pkiDir, opts.workDir);
   opts.say(`PKI and host files ready in ${opts.workDir}`);
 
-  await Promise.all(
-    plans.map(async (plan) => {
-      if (inv.kubitCopyFrom) {
-        await copyTree(plan.host, inv.kubitCopyFrom, inv.kubitRoot, ssh, [
-          './.git',
-          './.kubit',
-          './.kubit-install',
-        ]);
-      }
-      await copyTree(plan.host, staged.get(plan.host.name) ?? '', '/', ssh);
-      if (opts.mode === 'systemd') {
-        await runSshChecked(plan.host, 'systemctl daemon-reload', 'systemctl daemon-reload', ssh);
-      }
-    }),
-  );
+  await copyToHosts(opts, plans, staged);
   opts.say(`copied certificates, configs and units to every host (${opts.mode} mode)`);
 
   const deadline = Date.now() + opts.timeoutMs;
   const left = () => Math.max(1000, deadline - Date.now());
-  const explain = async (err: unknown): Promise<never> => {
-    const problems = await unitProblems(inv, plans, opts.mode);
-    throw new Error(`${(err as Error).message}${problems ? `\n${problems}` : ''}`);
-  };
+  const explain = explainer(inv, plans, opts.mode);
 
   // Direct mode has no systemd to restart a daemon whose dependency is not up
   // yet, so it starts them in dependency order; systemd mode starts all at once.
@@ -366,32 +393,30 @@ export async function install(opts: InstallOptions): Promise<InstallResult> {
 
 /** Stops the cluster's daemons on every host: by PID file (direct) or systemctl disable --now. */
 export async function uninstall(opts: Omit<InstallOptions, 'timeoutMs'>): Promise<void> {
-  const inv = opts.inventory;
-  const plans = planCluster(inv, await loadTemplates(opts.repoRoot));
-  const ssh = sshOptions(inv);
+  const plans = planCluster(opts.inventory, await loadTemplates(opts.repoRoot));
   const errors: string[] = [];
   await Promise.all(
-    plans.map(async (plan) => {
-      // Dependents first: kubelets before their containerd, the apiserver before the store.
-      const units = [...plan.units].reverse();
-      const script =
-        opts.mode === 'direct'
-          ? stopScript(plan.paths, units)
-          : `systemctl disable --now ${units.map((u) => shQuote(u.name)).join(' ')}`;
-      // A node host's kubit-proxy and kubit-net left their nft tables (and kubit-net its routes and
-      // VXLAN device) behind when they stopped, for a restart to take over.
-      const cleanup = plan.units.some((u) => u.name === 'kubit-proxy.service')
-        ? `\n${nodeCleanupScript(inv, plan.host)}`
-        : '';
-      try {
-        const out = await runSshChecked(plan.host, 'stopping the daemons', `${script}${cleanup}`, ssh);
-        if (out.trim()) opts.say(`${plan.host.name}: ${out.trim().split('\n').join(', ')}`);
-      } catch (err) {
-        errors.push((err as Error).message);
-      }
-    }),
+    plans.map((plan) => stopHost(opts, plan).catch((err: Error) => errors.push(err.message))),
   );
   if (errors.length > 0) throw new Error(errors.join('\n'));
+}
+
+/** Stops one host's daemons, dependents first, and on a node host removes what they leave in its kernel. */
+export async function stopHost(opts: Omit<InstallOptions, 'timeoutMs'>, plan: HostPlan): Promise<void> {
+  const inv = opts.inventory;
+  // Dependents first: kubelets before their containerd, the apiserver before the store.
+  const units = [...plan.units].reverse();
+  const script =
+    opts.mode === 'direct'
+      ? stopScript(plan.paths, units)
+      : `systemctl disable --now ${units.map((u) => shQuote(u.name)).join(' ')}`;
+  // A node host's kubit-proxy and kubit-net left their nft tables (and kubit-net its routes and
+  // VXLAN device) behind when they stopped, for a restart to take over.
+  const cleanup = plan.units.some((u) => u.name === 'kubit-proxy.service')
+    ? `\n${nodeCleanupScript(inv, plan.host)}`
+    : '';
+  const out = await runSshChecked(plan.host, 'stopping the daemons', `${script}${cleanup}`, sshOptions(inv));
+  if (out.trim()) opts.say(`${plan.host.name}: ${out.trim().split('\n').join(', ')}`);
 }
 
 export { logFile, pidFile };
