@@ -191,6 +191,8 @@ interface LabHost {
   address: string;
   /** Its segment's bridge, and the router's address on that segment. */
   segment: 'a' | 'b';
+  /** Not in the first inventory: kubit-install join adds it. */
+  joinsLater?: boolean;
   netns: string;
   veth: string;
   prefix: string;
@@ -213,6 +215,13 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
   let kubeconfig = '';
   const forwardRules: string[][] = [];
   const cleanupErrors: string[] = [];
+  const hostYaml = (h: LabHost) =>
+    [
+      `  - name: ${h.name}`,
+      `    address: ${h.address}`,
+      `    prefix: ${h.prefix}`,
+      ...(h.roles ? [`    roles: [${h.roles.join(', ')}]`] : []),
+    ].join('\n');
   let failed = false;
 
   const kubit = async (args: string[], input?: string): Promise<string> => {
@@ -226,7 +235,10 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
   };
   const runInstaller = (args: string[], timeoutMs: number) =>
     runWithOutput(process.execPath, fromSources(installer, args), { timeoutMs });
-  const nodeHosts = () => hosts.filter((h) => !h.roles);
+  /** The node hosts of the first inventory (node-3 joins later, and leaves). */
+  const nodeHosts = () => hosts.filter((h) => !h.roles && !h.joinsLater);
+  /** Every node host, node-3 included: for clean-up. */
+  const everyNodeHost = () => hosts.filter((h) => !h.roles);
   const nodeLayoutOf = (h: LabHost): NodeLayout => {
     const p = hostPaths({
       name: h.name,
@@ -267,12 +279,14 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
       ['cp-3', ['store']],
       ['node-1', undefined],
       ['node-2', undefined],
+      ['node-3', undefined],
     ];
     hosts = names.map(([name, roles], i) => ({
       name,
-      // node-2 alone on segment B.
-      segment: name === 'node-2' ? 'b' : 'a',
-      address: `${name === 'node-2' ? lanPrefixB : lanPrefix}${11 + i}`,
+      // node-2 (and later node-3) on segment B.
+      segment: name === 'node-2' || name === 'node-3' ? 'b' : 'a',
+      address: `${name === 'node-2' || name === 'node-3' ? lanPrefixB : lanPrefix}${11 + i}`,
+      ...(name === 'node-3' ? { joinsLater: true } : {}),
       netns: `klab${id}-${name}`,
       veth: `kl${id}h${i}`,
       prefix: join(labDir, 'hosts', name),
@@ -416,13 +430,6 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     }
 
     inventoryFile = join(labDir, 'inventory.yaml');
-    const hostYaml = (h: LabHost) =>
-      [
-        `  - name: ${h.name}`,
-        `    address: ${h.address}`,
-        `    prefix: ${h.prefix}`,
-        ...(h.roles ? [`    roles: [${h.roles.join(', ')}]`] : []),
-      ].join('\n');
     await writeFile(
       inventoryFile,
       [
@@ -472,7 +479,7 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
       }
     };
     // Pods first, while their containerd runs, so CNI frees addresses and veths.
-    for (const h of nodeHosts())
+    for (const h of everyNodeHost())
       await step(`sandboxes of ${h.name}`, () => removeAllSandboxes(nodeLayoutOf(h).socket));
     if (inventoryFile && existsSync(inventoryFile)) {
       await step('kubit-install down', async () => {
@@ -501,7 +508,7 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
         }
       }
     }
-    for (const h of nodeHosts()) {
+    for (const h of everyNodeHost()) {
       const node = nodeLayoutOf(h);
       killStrayShims(node.socket);
       await step(`mounts of ${h.name}`, () => unmountUnder(node.dir));
@@ -852,6 +859,95 @@ spec:
         (await kubit(['get', 'pv', '-o', 'name'])).trim() === '' && !existsSync(dir) ? true : undefined,
       60_000,
     );
+    failed = false;
+  });
+
+  it('kubit-install join adds node-3 on the other segment; remove drains it and every node forgets its routes', async (t) => {
+    failed = true;
+    const node3 = hosts.find((h) => h.name === 'node-3');
+    const [node1, node2] = ['node-1', 'node-2'].map((n) => hosts.find((h) => h.name === n));
+    if (!node3 || !node1 || !node2) throw new Error('the lab has no node-3');
+    // The inventory with node-3 listed under nodes (the last section).
+    const joined = join(labDir, 'inventory-with-node-3.yaml');
+    await writeFile(joined, `${readFileSync(inventoryFile, 'utf8').trimEnd()}\n${hostYaml(node3)}\n`);
+    const installArgs = [
+      '-i',
+      joined,
+      '--mode',
+      'direct',
+      '--work-dir',
+      join(labDir, 'install'),
+      '--timeout',
+      '180',
+    ];
+    const j = await runInstaller(['join', 'node-3', ...installArgs], 300_000);
+    t.diagnostic(j.out.trim());
+    assert.equal(j.code, 0, `kubit-install join failed:\n${j.out}`);
+    const cidr = (await kubit(['get', 'node', 'node-3', '-o', 'jsonpath={.spec.podCIDR}'])).trim();
+    assert.ok(cidr, 'node-3 has a pod subnet');
+    const routeOn = async (h: LabHost) =>
+      (await sh('ip', ['-n', h.netns, '-4', 'route', 'show', cidr])).trim();
+    // node-2 shares node-3's segment: a host-gw route; node-1 does not: through the VXLAN device.
+    await waitFor(
+      'node-2 and node-1 to route to node-3',
+      async () => {
+        const [r1, r2] = [await routeOn(node1), await routeOn(node2)];
+        return r1.includes('dev kubit.1') && r2.includes(`via ${node3.address}`) ? true : undefined;
+      },
+      30_000,
+    );
+    // A pod on node-3 serves a pod on node-1, across the segments.
+    await kubit(['apply', '-f', '-'], bigFileServer('node-3'));
+    const ip = await waitFor(
+      'the pod on node-3',
+      async () => {
+        const [phase, podIp] = (
+          await kubit(['get', 'pod', 'big-file', '-o', 'jsonpath={.status.phase} {.status.podIP}'])
+        )
+          .trim()
+          .split(' ');
+        return phase === 'Running' && podIp ? podIp : undefined;
+      },
+      120_000,
+    );
+    await kubit(['apply', '-f', '-'], bigFileClient('node-1', ip));
+    const phase = await waitFor(
+      'the client on node-1 to finish',
+      async () => {
+        const p = (await kubit(['get', 'pod', 'big-file-client', '-o', 'jsonpath={.status.phase}'])).trim();
+        return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+      },
+      180_000,
+    );
+    const log = await kubit(['logs', 'big-file-client']).catch((e: Error) => e.message);
+    assert.equal(phase, 'Succeeded', log);
+    assert.match(log, /size=10485760\b/, log);
+    await kubit(['delete', 'pod', 'big-file-client']);
+
+    // remove: cordon, evict (the pod on node-3 goes), stop, clean up, delete the Node.
+    const r = await runInstaller(['remove', 'node-3', ...installArgs], 300_000);
+    t.diagnostic(r.out.trim());
+    assert.equal(r.code, 0, `kubit-install remove failed:\n${r.out}`);
+    assert.match(r.out, /node-3: cordoned; evicting its pods/);
+    const nodes = await kubit(['get', 'nodes', '-o', 'name']);
+    assert.doesNotMatch(nodes, /node\/node-3/);
+    assert.match(
+      await kubit(['get', 'pod', 'big-file']).catch((e: Error) => e.message),
+      /NotFound|not found/,
+      'the pod on node-3 was evicted',
+    );
+    await waitFor(
+      'every node to forget node-3',
+      async () => {
+        const fdb = await sh('ip', ['netns', 'exec', node1.netns, 'bridge', 'fdb', 'show', 'dev', 'kubit.1']);
+        return (await routeOn(node1)) === '' && (await routeOn(node2)) === '' && !fdb.includes(node3.address)
+          ? true
+          : undefined;
+      },
+      30_000,
+    );
+    const left = await sh('ip', ['-n', node3.netns, '-d', 'link', 'show', 'type', 'vxlan']);
+    assert.equal(left.trim(), '', "node-3's VXLAN device is gone");
     failed = false;
   });
 

@@ -407,7 +407,10 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
       }
       // kill -9 of kubit-proxy and one kubit-dns: the rules stay in the kernel meanwhile, ./scripts/up
       // restarts both, and the restarted proxy rebuilds exactly the same table (no duplicates).
-      const ruleset = async () => (await run('nft', ['list', 'table', 'ip', 'kubit-proxy'])).stdout;
+      // A cluster not named kubit (this one is kubit-<id>, from its --state-dir) has a table of its own.
+      const { name } = JSON.parse(readFileSync(join(stateDir, 'cluster.json'), 'utf8')) as { name: string };
+      const table = name === 'kubit' ? 'kubit-proxy' : `kubit-proxy-${name}`;
+      const ruleset = async () => (await run('nft', ['list', 'table', 'ip', table])).stdout;
       const rulesBefore = await ruleset();
       for (const victim of ['kubit-proxy', 'kubit-dns-node-1']) process.kill(pidOf(victim), 'SIGKILL');
       const duringRestart = await inClient(
@@ -1060,7 +1063,7 @@ spec:
     const resume = await launch(['up', '--state-dir', stateDir, '--timeout', '180'], 300_000);
     assert.equal(resume.code, 0, `resume failed:\n${resume.out}`);
     t.diagnostic(resume.out.trim());
-    assert.match(resume.out, /started 14 processes/);
+    assert.match(resume.out, /started 16 processes/);
     const nodeCidr = podCidrs.find(([n]) => n === appNode)?.[1] ?? '';
     const ipAgain = await waitFor(
       'my-application to run again after the resume',
@@ -1095,8 +1098,8 @@ spec:
     const pids = readdirSync(runDir).map((f) => Number(readFileSync(join(runDir, f), 'utf8')));
     assert.equal(
       pids.length,
-      14,
-      'store x3, registry, apiserver, scheduler, controller manager, containerd x2, kubelet x2, proxy, dns x2',
+      16,
+      'store x3, registry, apiserver, scheduler, controller manager, containerd x2, kubelet x2, proxy, dns x2, net x2',
     );
     // Every process is still alive before the last down (a dead one names itself with its log's end).
     const dead = readdirSync(runDir)
@@ -1112,7 +1115,8 @@ spec:
     assert.deepEqual(dead, [], 'processes that died');
     const down = await launch(['down', '--state-dir', stateDir], 120_000);
     assert.equal(down.code, 0, `down failed:\n${down.out}`);
-    assert.match(down.out, /Stopped 14 processes/);
+    assert.match(down.out, /Stopped 16 processes/);
+    assert.match(down.out, /left .* for the next up; down --purge/);
     for (const pid of pids) {
       const cmdline = existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
       assert.ok(!cmdline.includes(stateDir), `process ${pid} (${cmdline.replace(/\0/g, ' ')}) still runs`);
