@@ -36,6 +36,7 @@ const entries = [
   ['kubelet', 'main'],
   ['kubelet', 'hollow'],
   ['proxy', 'main'],
+  ['net', 'main'],
 ];
 
 // ESM output of CommonJS dependencies needs a require() of its own.

@@ -26,7 +26,7 @@ for cmd in /usr/bin/docker-registry skopeo busybox /usr/sbin/nginx; do
   case $cmd in /*) [ -x "$cmd" ] ;; *) command -v "$cmd" >/dev/null ;; esac \
     || die "$cmd is missing (apt-get install -y docker-registry skopeo busybox-static nginx-light)"
 done
-for p in store apiserver scheduler controllers kubelet proxy dns; do
+for p in store apiserver scheduler controllers kubelet proxy dns net; do
   [ -f "$root/packages/$p/dist/src/main.bundle.mjs" ] || die "packages/$p/dist is not built: run 'pnpm build' first"
 done
 [ -f "$root/packages/testkit/dist/src/images.js" ] || die "packages/testkit/dist is not built: run 'pnpm build' first"

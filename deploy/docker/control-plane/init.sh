@@ -53,6 +53,7 @@ kubeconfig "$state/kubeconfigs/scheduler" "$internal" scheduler system:kube-sche
 kubeconfig "$state/kubeconfigs/controller-manager" "$internal" controller-manager system:kube-controller-manager 0
 kubeconfig "$state/kubeconfigs/kube-proxy" "$internal" kube-proxy system:kube-proxy 0
 kubeconfig "$state/kubeconfigs/kubit-dns" "$internal" kubit-dns system:kubit-dns 0
+kubeconfig "$state/kubeconfigs/kubit-net" "$internal" kubit-net system:kubit-net 0
 for pair in $KUBIT_NODE_IPS; do
   n=${pair%%=*}
   kubeconfig "$state/kubeconfigs/kubelet-$n" "$internal" "kubelet-$n" "system:node:$n" 0

@@ -1,11 +1,11 @@
 #!/bin/bash
 # A Kubit node in a kind-like container (see docker-compose.yml): its own
 # containerd (configured from deploy/containerd's templates, with a docker.io
-# mirror pointing at the compose registry), the route sync that lets pods reach
-# pods on the other nodes, kubit-kubelet, kubit-proxy (the container's own
-# network namespace is the node's) and, with KUBIT_DNS=1, kubit-dns at
-# NODE_IP:53. This script stays PID 1: kubit-proxy and kubit-dns are restarted
-# when they exit (a proxy's restart takes its rules over in one transaction);
+# mirror pointing at the compose registry), kubit-kubelet, kubit-proxy and
+# kubit-net (routes or VXLAN to the other nodes' pods, NetworkPolicy; the
+# container's own network namespace is the node's) and, with KUBIT_DNS=1,
+# kubit-dns at NODE_IP:53. This script stays PID 1: kubit-proxy, kubit-net and
+# kubit-dns are restarted when they exit (a restart takes the rules over);
 # the container ends when the kubelet or containerd does (compose restarts
 # it); SIGTERM detaches the node's loop devices, stops kubit-dns (it
 # deregisters), then the rest.
@@ -16,6 +16,7 @@
 #   REGISTRY      host:port of the registry the docker.io mirror points at
 #   CLUSTER_CIDR  the pod network (kubit-proxy's --cluster-cidr)
 #   KUBIT_DNS     1: run kubit-dns here
+#   OVERLAY_MODE  kubit-net's --overlay-mode: host-gw (default: one compose network), vxlan or auto
 # PID files of the supervised daemons: /run/kubit/<name>.pid (the current process).
 set -euo pipefail
 : "${NODE_NAME:?}" "${NODE_IP:?}" "${REGISTRY:?}" "${CLUSTER_CIDR:?}"
@@ -74,8 +75,6 @@ done
 [ -S "$run/containerd.sock" ] || { log "containerd did not create its socket"; exit 1; }
 
 kubeconfig=$state/kubeconfigs/kubelet-$NODE_NAME
-node $kubit/deploy/docker/node/route-sync.mjs --kubeconfig "$kubeconfig" --node-name "$NODE_NAME" &
-route_sync_pid=$!
 
 mkdir -p /run/kubit
 # supervise NAME COMMAND...: runs COMMAND again a second after it exits, until
@@ -126,6 +125,15 @@ supervise kubit-proxy node $kubit/packages/proxy/dist/src/main.bundle.mjs \
   --metrics-bind-address=127.0.0.1:10249 &
 proxy_pid=$!
 
+log "starting kubit-net (${OVERLAY_MODE:-host-gw}; NetworkPolicy in this container's network namespace)"
+supervise kubit-net node $kubit/packages/net/dist/src/main.bundle.mjs \
+  --kubeconfig="$state/kubeconfigs/kubit-net" \
+  --hostname-override="$NODE_NAME" \
+  --overlay-mode="${OVERLAY_MODE:-host-gw}" \
+  --underlay-address="$NODE_IP" \
+  --healthz-bind-address=0.0.0.0:10263 &
+net_pid=$!
+
 dns_pid=""
 if [ "${KUBIT_DNS:-}" = 1 ]; then
   log "starting kubit-dns at $NODE_IP:53"
@@ -152,8 +160,8 @@ stop() {
   "$kubit/deploy/docker/node/loop-devices.sh" detach "$storage"
   # kubit-dns first: it marks its endpoint terminating and deletes it before it goes.
   if [ -n "$dns_pid" ]; then kill -TERM "$dns_pid" 2>/dev/null; wait "$dns_pid" 2>/dev/null; fi
-  kill -TERM "$proxy_pid" "$kubelet_pid" "$route_sync_pid" 2>/dev/null
-  wait "$proxy_pid" "$kubelet_pid" 2>/dev/null
+  kill -TERM "$proxy_pid" "$net_pid" "$kubelet_pid" 2>/dev/null
+  wait "$proxy_pid" "$net_pid" "$kubelet_pid" 2>/dev/null
   kill -TERM "$containerd_pid" 2>/dev/null
   wait "$containerd_pid" 2>/dev/null
   exit "${rc:-0}"

@@ -273,6 +273,15 @@ export const bootstrapClusterRoles: KObject[] = [
     { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
     { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
   ]),
+  // kubit-net, on every node: it reads the Nodes (their pod subnets and tunnel endpoints), the
+  // Pods, Namespaces and NetworkPolicies it enforces, and writes its own node's tunnel endpoint
+  // annotations (as flannel's ClusterRole grants patch on nodes).
+  clusterRole('system:kubit-net', [
+    eventsRule,
+    { apiGroups: [''], resources: ['nodes'], verbs: [...READ, 'patch'] },
+    { apiGroups: [''], resources: ['pods', 'namespaces'], verbs: ['list', 'watch'] },
+    { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['list', 'watch'] },
+  ]),
   // Kubelets are authorized by the Node authorizer; this role documents what a node does
   // and is left unbound, as in Kubernetes.
   clusterRole('system:node', [
@@ -345,6 +354,7 @@ export const bootstrapBindings: KObject[] = [
   ]),
   binding('system:node-proxier', 'system:node-proxier', [{ kind: 'User', name: 'system:kube-proxy' }]),
   binding('system:kubit-dns', 'system:kubit-dns', [{ kind: 'User', name: 'system:kubit-dns' }]),
+  binding('system:kubit-net', 'system:kubit-net', [{ kind: 'User', name: 'system:kubit-net' }]),
   binding('system:kubit-node-volume-provisioner', 'system:kubit-node-volume-provisioner', [
     { kind: 'Group', name: 'system:nodes' },
   ]),

@@ -44,6 +44,7 @@ export const VERBS = [
   'api-resources',
   'completion',
   'config',
+  'cluster',
 ] as const;
 
 function addFileOptions(c: Command): Command {
@@ -267,6 +268,15 @@ function buildProgram(
     .argument('<shell>', 'bash|zsh')
     .action(runVerb('completion'));
 
+  program
+    .command('cluster')
+    .description('the one-machine clusters on this machine (./scripts/up)')
+    .command('list')
+    .description('list them: name, status, nodes, API address, pod and Service ranges, state directory')
+    .option('-o, --output <format>', 'json|name')
+    .option('--no-headers', "don't print headers")
+    .action(runVerb('cluster list'));
+
   const config = program.command('config').description('modify kubeconfig files');
   config
     .command('view')
@@ -329,6 +339,8 @@ async function dispatch(verb: string, f: Factory, args: string[], opts: Opts): P
         const m = await import('./commands/rollout.js');
         return m.rollout(f, verb.slice(8) as (typeof m.ROLLOUT_SUBCOMMANDS)[number], args, opts);
       }
+      if (verb.startsWith('cluster '))
+        return (await import('./commands/cluster.js')).cluster(f, verb.slice(8), opts);
       if (verb.startsWith('config '))
         return (await import('./commands/config.js')).config(f, verb.slice(7), args, opts);
       throw new CliError(`unknown verb ${verb}`);

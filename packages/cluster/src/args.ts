@@ -12,10 +12,11 @@ export interface LauncherArgs {
 }
 
 export const USAGE = `usage:
-  up [--nodes N] [--state-dir DIR] [--port-offset N] [--cluster-cidr CIDR] [--timeout SECONDS]
-  down [--purge] [--state-dir DIR]
-  status [--state-dir DIR]
-  env-files [--state-dir DIR] [--out DIR]   (systemd EnvironmentFiles, default /etc/kubit)`;
+  up [--name NAME] [--nodes N] [--state-dir DIR] [--port-offset N] [--cluster-cidr CIDR] [--service-cidr CIDR] [--timeout SECONDS]
+  down [--name NAME] [--purge] [--state-dir DIR]
+  status [--name NAME] [--state-dir DIR]
+  env-files [--name NAME] [--state-dir DIR] [--out DIR]   (systemd EnvironmentFiles, default /etc/kubit)
+A cluster's name (default kubit) is unique on the machine; its state is in .kubit (kubit) or .kubit-NAME.`;
 
 function int(flag: string, value: string | undefined): number {
   if (value === undefined || !/^\d+$/.test(value))
@@ -44,6 +45,18 @@ export function parseArgs(argv: string[]): LauncherArgs {
       case '--port-offset':
         out.settings.portOffset = int(flag, value());
         break;
+      case '--name': {
+        const v = value();
+        if (!v) throw new Error('--name needs a name (e.g. --name dev)');
+        out.settings.name = v;
+        break;
+      }
+      case '--service-cidr': {
+        const v = value();
+        if (!v) throw new Error('--service-cidr needs a CIDR (e.g. 10.96.0.0/12)');
+        out.settings.serviceCidr = v;
+        break;
+      }
       case '--cluster-cidr': {
         const v = value();
         if (!v) throw new Error('--cluster-cidr needs a CIDR (e.g. 10.244.0.0/16)');
@@ -74,8 +87,8 @@ export function parseArgs(argv: string[]): LauncherArgs {
 }
 
 const FLAGS: Record<LauncherArgs['command'], string[]> = {
-  up: ['--nodes', '--state-dir', '--port-offset', '--cluster-cidr', '--timeout'],
-  down: ['--purge', '--state-dir'],
-  status: ['--state-dir'],
-  'env-files': ['--state-dir', '--out'],
+  up: ['--name', '--nodes', '--state-dir', '--port-offset', '--cluster-cidr', '--service-cidr', '--timeout'],
+  down: ['--name', '--purge', '--state-dir'],
+  status: ['--name', '--state-dir'],
+  'env-files': ['--name', '--state-dir', '--out'],
 };

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { freshBundle } from '@kubit/daemon';
 import { apiserverArgs, controllerManagerArgs, schedulerArgs } from '@kubit/daemon/daemon-args';
 import { type ClusterPorts, type ClusterSettings, clusterPorts, readSettings } from './config.js';
-import { CLUSTER_DNS_IP, CLUSTER_DOMAIN, hostNetwork, SERVICE_CIDR } from './host-network.js';
+import { CLUSTER_DOMAIN, clusterDns, hostNetwork, proxyTable } from './host-network.js';
 import { type ClusterLayout, clusterLayout, dnsNodes, type NodeLayout } from './layout.js';
 
 export interface Command {
@@ -104,7 +104,12 @@ export function storeCommands(layout: ClusterLayout, ports: ClusterPorts, runner
   });
 }
 
-export function apiserverCommand(layout: ClusterLayout, ports: ClusterPorts, runner: DaemonRunner): Command {
+export function apiserverCommand(
+  layout: ClusterLayout,
+  ports: ClusterPorts,
+  settings: ClusterSettings,
+  runner: DaemonRunner,
+): Command {
   const d = daemon(runner, 'apiserver');
   const serving = pki(layout, 'apiserver');
   const etcd = pki(layout, 'apiserver-etcd-client');
@@ -118,7 +123,7 @@ export function apiserverCommand(layout: ClusterLayout, ports: ClusterPorts, run
         // Every address: pods reach it through the `kubernetes` Service at the host bridge's.
         bindAddress: '0.0.0.0',
         advertiseAddress: hostNetwork(layout).address,
-        serviceClusterIpRange: SERVICE_CIDR,
+        serviceClusterIpRange: settings.serviceCidr,
         serviceAccountSigningKeyFile: join(layout.pkiDir, 'sa.key'),
         serviceAccountKeyFiles: [join(layout.pkiDir, 'sa.pub')],
         securePort: ports.apiserver,
@@ -182,6 +187,7 @@ export function kubeletCommand(
   layout: ClusterLayout,
   node: NodeLayout,
   ports: ClusterPorts,
+  settings: ClusterSettings,
   runner: DaemonRunner,
 ): Command {
   const d = daemon(runner, 'kubelet');
@@ -210,7 +216,7 @@ export function kubeletCommand(
       `--cni-conf-template=${join(runner.repoRoot, 'deploy', 'containerd', '10-kubit.conflist.tmpl')}`,
       `--cni-bridge-name=${node.bridge}`,
       `--cni-network-name=${node.networkName}`,
-      `--cluster-dns=${CLUSTER_DNS_IP}`,
+      `--cluster-dns=${clusterDns(settings)}`,
       `--cluster-domain=${CLUSTER_DOMAIN}`,
     ],
   };
@@ -236,6 +242,7 @@ export function proxyCommand(
       `--kubeconfig=${layout.proxyKubeconfig}`,
       `--hostname-override=${layout.nodes[0].name}`,
       `--cluster-cidr=${settings.clusterCidr}`,
+      `--nft-table=${proxyTable(settings)}`,
       `--healthz-bind-address=${NODE_IP}:${ports.proxy.healthz}`,
       `--metrics-bind-address=${NODE_IP}:${ports.proxy.metrics}`,
     ],
@@ -243,13 +250,66 @@ export function proxyCommand(
 }
 
 /** The `--cleanup` run of kubit-proxy that `down` makes: its nft table goes. */
-export function proxyCleanupCommand(runner: DaemonRunner): Command {
+export function proxyCleanupCommand(settings: ClusterSettings, runner: DaemonRunner): Command {
   const d = daemon(runner, 'proxy');
-  return { name: 'kubit-proxy-cleanup', command: d.command, args: [...d.args, '--cleanup'] };
+  return {
+    name: 'kubit-proxy-cleanup',
+    command: d.command,
+    args: [...d.args, `--nft-table=${proxyTable(settings)}`, '--cleanup'],
+  };
+}
+
+/**
+ * kubit-net on every node: the node's NetworkPolicy table, and its routes to the other nodes' pod
+ * subnets. On one machine every node shares the host's network namespace and address, so the
+ * agents find every peer local and program no route (host-gw, the default, is what that means
+ * there); each still enforces the policies of its own node's pods in its own nft table.
+ */
+export function netCommands(
+  layout: ClusterLayout,
+  ports: ClusterPorts,
+  settings: ClusterSettings,
+  runner: DaemonRunner,
+): Command[] {
+  return layout.nodes.map((node) => {
+    const d = daemon(runner, 'net');
+    return {
+      name: `kubit-net-${node.name}`,
+      command: d.command,
+      args: [
+        ...d.args,
+        `--kubeconfig=${layout.netKubeconfig}`,
+        `--hostname-override=${node.name}`,
+        '--overlay-mode=host-gw',
+        `--healthz-bind-address=${NODE_IP}:${ports.net[node.index]}`,
+        // Another cluster on this machine has a node-1 too: each keeps its own table.
+        ...(settings.name === 'kubit' ? [] : [`--nft-table=kubit-netpol-${settings.name}-${node.name}`]),
+      ],
+    };
+  });
+}
+
+/** The `--cleanup` runs of kubit-net that `down` makes: each node's table and routes go. */
+export function netCleanupCommands(
+  layout: ClusterLayout,
+  ports: ClusterPorts,
+  settings: ClusterSettings,
+  runner: DaemonRunner,
+): Command[] {
+  return netCommands(layout, ports, settings, runner).map((c) => ({
+    name: `${c.name}-cleanup`,
+    command: c.command,
+    args: [...c.args, '--cleanup'],
+  }));
 }
 
 /** kubit-dns on the first two nodes, each on its own port of the host bridge's address. */
-export function dnsCommands(layout: ClusterLayout, ports: ClusterPorts, runner: DaemonRunner): Command[] {
+export function dnsCommands(
+  layout: ClusterLayout,
+  ports: ClusterPorts,
+  settings: ClusterSettings,
+  runner: DaemonRunner,
+): Command[] {
   const host = hostNetwork(layout).address;
   return dnsNodes(layout).map((node, i) => {
     const d = daemon(runner, 'dns');
@@ -266,7 +326,7 @@ export function dnsCommands(layout: ClusterLayout, ports: ClusterPorts, runner: 
         `--health-port=${p.health}`,
         `--metrics-port=${p.metrics}`,
         `--advertise-address=${host}`,
-        `--cluster-dns-ip=${CLUSTER_DNS_IP}`,
+        `--cluster-dns-ip=${clusterDns(settings)}`,
         `--cluster-domain=${CLUSTER_DOMAIN}`,
       ],
     };
@@ -336,11 +396,12 @@ export function clusterCommands(
     ...storeCommands(layout, ports, runner),
     registryCommand(layout),
     ...layout.nodes.map(containerdCommand),
-    apiserverCommand(layout, ports, runner),
+    apiserverCommand(layout, ports, settings, runner),
     schedulerCommand(layout, ports, runner),
     controllerManagerCommand(layout, ports, settings, runner),
-    ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
+    ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, settings, runner)),
     proxyCommand(layout, ports, settings, runner),
-    ...dnsCommands(layout, ports, runner),
+    ...dnsCommands(layout, ports, settings, runner),
+    ...netCommands(layout, ports, settings, runner),
   ];
 }

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { killStrayShims, removeAllSandboxes, removeCniNetwork, unmountUnder } from '@kubit/cri/node-teardown';
+import { unregisterCluster } from '@kubit/daemon/cluster-registry';
 import {
   apiserverCommand,
   type Command,
@@ -15,6 +16,8 @@ import {
   type DaemonRunner,
   dnsCommands,
   kubeletCommand,
+  netCleanupCommands,
+  netCommands,
   proxyCleanupCommand,
   proxyCommand,
   readCluster,
@@ -33,6 +36,8 @@ export interface DownOptions {
   runner: DaemonRunner;
   purge: boolean;
   say: (line: string) => void;
+  /** The machine's cluster registry (default: @kubit/daemon's clusterRegistryDir()). */
+  registryDir?: string;
 }
 
 export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
@@ -53,16 +58,25 @@ export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
   };
 
   await Promise.all([
-    ...layout.nodes.map((n) => stop(kubeletCommand(layout, n, ports, runner))),
+    ...layout.nodes.map((n) => stop(kubeletCommand(layout, n, ports, settings, runner))),
     stop(schedulerCommand(layout, ports, runner)),
     stop(controllerManagerCommand(layout, ports, settings, runner)),
     stop(proxyCommand(layout, ports, settings, runner)),
-    ...dnsCommands(layout, ports, runner).map((c) => stop(c)),
+    ...dnsCommands(layout, ports, settings, runner).map((c) => stop(c)),
+    ...netCommands(layout, ports, settings, runner).map((c) => stop(c)),
   ]);
   // kubit-proxy leaves its rules in the kernel when it stops (a restart takes them over); down removes them.
-  const cleanup = proxyCleanupCommand(runner);
+  const cleanup = proxyCleanupCommand(settings, runner);
   await run(cleanup.command, cleanup.args, { timeout: 30_000 }).catch((err: Error) =>
     opts.say(`kubit-proxy --cleanup failed: ${err.message}`),
+  );
+  // So does kubit-net (its NetworkPolicy tables and routes).
+  await Promise.all(
+    netCleanupCommands(layout, ports, settings, runner).map((c) =>
+      run(c.command, c.args, { timeout: 30_000 }).catch((err: Error) =>
+        opts.say(`${c.name} failed: ${err.message}`),
+      ),
+    ),
   );
   if (await removeHostNetwork(hostNetwork(layout)).catch(() => false)) {
     opts.say(`removed the host bridge ${layout.hostBridge}`);
@@ -85,14 +99,21 @@ export async function down(opts: DownOptions): Promise<{ stopped: string[] }> {
       if (opts.purge) await removeCniNetwork(node.bridge, node.networkName);
     }),
   );
-  await stop(apiserverCommand(layout, ports, runner));
+  await stop(apiserverCommand(layout, ports, settings, runner));
   await Promise.all([
     ...storeCommands(layout, ports, runner).map((c) => stop(c)),
     stop(registryCommand(layout)),
   ]);
   if (opts.purge) {
     await rm(layout.stateDir, { recursive: true, force: true });
-    opts.say(`removed ${layout.stateDir}`);
+    unregisterCluster(settings.name, layout.stateDir, opts.registryDir);
+    opts.say(`removed ${layout.stateDir}; cluster "${settings.name}" is gone from this machine`);
+  } else {
+    // The bridges, routes, nft tables and mounts went with the processes; the state stays for the next up.
+    opts.say(
+      `left ${layout.stateDir} (certificates, store data, images, logs) and the name "${settings.name}" for the next up; ` +
+        `down --purge${settings.name === 'kubit' ? '' : ` --name ${settings.name}`} removes them`,
+    );
   }
   return { stopped };
 }

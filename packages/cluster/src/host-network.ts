@@ -16,6 +16,19 @@ export const SERVICE_CIDR = DEFAULT_SERVICE_CIDR;
 export const CLUSTER_DNS_IP = formatIPv4(clusterDnsIP(SERVICE_CIDR));
 export const CLUSTER_DOMAIN = 'cluster.local';
 
+/** Cluster DNS of a one-machine cluster: the tenth address of its Service range. */
+export function clusterDns(settings: { serviceCidr: string }): string {
+  return formatIPv4(clusterDnsIP(settings.serviceCidr));
+}
+
+/**
+ * Its kubit-proxy's nft table: the default cluster keeps kube-proxy's own name for it; any other
+ * cluster on the machine, which shares the host's network namespace, has its own.
+ */
+export function proxyTable(settings: { name: string }): string {
+  return settings.name === 'kubit' ? 'kubit-proxy' : `kubit-proxy-${settings.name}`;
+}
+
 export interface HostNetwork {
   bridge: string;
   /** The host's address on it: 10.199.<n>.1. */

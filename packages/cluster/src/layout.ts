@@ -49,6 +49,7 @@ export interface ClusterLayout {
   controllerManagerKubeconfig: string;
   proxyKubeconfig: string;
   dnsKubeconfig: string;
+  netKubeconfig: string;
   /**
    * The host-local bridge of a one-machine cluster: its address stands for "the
    * host" to pods (the apiserver's and cluster DNS's endpoints, node ports) and
@@ -98,6 +99,7 @@ export function clusterLayout(stateDir: string, nodeCount: number): ClusterLayou
     controllerManagerKubeconfig: join(dir, 'kubeconfigs', 'controller-manager.kubeconfig'),
     proxyKubeconfig: join(dir, 'kubeconfigs', 'kube-proxy.kubeconfig'),
     dnsKubeconfig: join(dir, 'kubeconfigs', 'kubit-dns.kubeconfig'),
+    netKubeconfig: join(dir, 'kubeconfigs', 'kubit-net.kubeconfig'),
     hostBridge: `kbt${id}h`,
     store,
     nodes,
@@ -142,7 +144,11 @@ export function processNames(layout: ClusterLayout): {
     containerd: layout.nodes.map((n) => `containerd-${n.name}`),
     controlPlane: ['kubit-apiserver', 'kubit-scheduler', 'kubit-controller-manager'],
     kubelets: layout.nodes.map((n) => `kubit-kubelet-${n.name}`),
-    addons: ['kubit-proxy', ...dnsNodes(layout).map((n) => `kubit-dns-${n.name}`)],
+    addons: [
+      'kubit-proxy',
+      ...dnsNodes(layout).map((n) => `kubit-dns-${n.name}`),
+      ...layout.nodes.map((n) => `kubit-net-${n.name}`),
+    ],
   };
 }
 

@@ -1,11 +1,13 @@
 // The cluster's certificates (made by scripts/pki, which keeps what exists) and
 // the kubeconfig of every client: the admin, the scheduler, the controller
 // manager, kubit-proxy, kubit-dns and each kubelet.
+
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { apiServerServiceIP, DEFAULT_SERVICE_CIDR, formatIPv4 } from '@kubit/api';
 import { certKubeconfigYaml } from '@kubit/client';
 import type { ClusterLayout } from './layout.js';
 
@@ -24,6 +26,7 @@ export function requiredPkiFiles(layout: ClusterLayout): string[] {
     'controller-manager',
     'kube-proxy',
     'kubit-dns',
+    'kubit-net',
     ...layout.nodes.flatMap((n) => [`kubelet-${n.name}`, `kubelet-${n.name}-server`]),
   ];
   return [
@@ -34,9 +37,20 @@ export function requiredPkiFiles(layout: ClusterLayout): string[] {
 }
 
 /** Runs scripts/pki when any certificate is missing (e.g. the first up, or a new node). */
-export async function ensurePki(layout: ClusterLayout, repoRoot: string): Promise<boolean> {
+export async function ensurePki(
+  layout: ClusterLayout,
+  repoRoot: string,
+  serviceCidr: string = DEFAULT_SERVICE_CIDR,
+): Promise<boolean> {
   if (requiredPkiFiles(layout).every((f) => existsSync(f))) return false;
-  const args = [layout.pkiDir, ...layout.nodes.flatMap((n) => ['--node', n.name])];
+  // The `kubernetes` Service's address (the first of the Service range) is a name of the apiserver;
+  // scripts/pki names the default range's itself.
+  const serviceIp = formatIPv4(apiServerServiceIP(serviceCidr));
+  const args = [
+    layout.pkiDir,
+    ...layout.nodes.flatMap((n) => ['--node', n.name]),
+    ...(serviceCidr === DEFAULT_SERVICE_CIDR ? [] : [serviceIp]),
+  ];
   try {
     await run(join(repoRoot, 'scripts', 'pki'), args);
   } catch (err) {
@@ -57,6 +71,7 @@ export async function writeKubeconfigs(layout: ClusterLayout, apiserverUrl: stri
     [layout.controllerManagerKubeconfig, 'controller-manager', 'system:kube-controller-manager'],
     [layout.proxyKubeconfig, 'kube-proxy', 'system:kube-proxy'],
     [layout.dnsKubeconfig, 'kubit-dns', 'system:kubit-dns'],
+    [layout.netKubeconfig, 'kubit-net', 'system:kubit-net'],
     ...layout.nodes.map((n): [string, string, string] => [
       n.kubeconfig,
       `kubelet-${n.name}`,

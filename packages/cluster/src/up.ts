@@ -7,6 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { registerCluster } from '@kubit/daemon/cluster-registry';
 import {
   apiserverCommand,
   type Command,
@@ -17,6 +18,7 @@ import {
   dnsCommands,
   kubeletCommand,
   NODE_IP,
+  netCommands,
   proxyCommand,
   REGISTRY_BIN,
   registryCommand,
@@ -24,9 +26,17 @@ import {
   schedulerCommand,
   storeCommands,
 } from './commands.js';
-import { type ClusterSettings, clusterPorts, mergeSettings, readSettings, writeSettings } from './config.js';
+import {
+  type ClusterSettings,
+  clusterPorts,
+  DEFAULT_CLUSTER_NAME,
+  mergeSettings,
+  readSettings,
+  writeSettings,
+} from './config.js';
 import { ensureHostNetwork, hostNetwork } from './host-network.js';
 import { type ClusterLayout, clusterLayout } from './layout.js';
+import { machineView, placeCluster } from './machine.js';
 import { writeContainerdConfig } from './node-runtime.js';
 import { ensurePki, writeKubeconfigs } from './pki.js';
 import { get, listNodes, loadClientTls, type NodeView, waitUntil } from './probes.js';
@@ -42,6 +52,10 @@ export interface UpOptions {
   /** How long to wait for the nodes to become Ready. */
   timeoutMs: number;
   say: (line: string) => void;
+  /** The name of a new cluster when no --name was given (the state dir decides it: see main.ts). */
+  defaultName?: string;
+  /** The machine's cluster registry (default: @kubit/daemon's clusterRegistryDir()). */
+  registryDir?: string;
 }
 
 export interface UpResult {
@@ -104,12 +118,36 @@ export async function up(opts: UpOptions): Promise<UpResult> {
   checkHost();
   await mkdir(opts.stateDir, { recursive: true });
   const probeLayout = clusterLayout(opts.stateDir, 1);
-  const settings = mergeSettings(readSettings(probeLayout.configFile), opts.requested);
+  const defaultName = opts.requested.name ?? opts.defaultName ?? DEFAULT_CLUSTER_NAME;
+  const saved = readSettings(probeLayout.configFile, defaultName);
+  // Apart from every other cluster on the machine: its name, ranges and ports (machine.ts).
+  const settings = await placeCluster(
+    mergeSettings(saved, opts.requested, defaultName),
+    opts.requested,
+    saved === undefined,
+    hostNetwork(probeLayout).cidr,
+    opts.stateDir,
+    await machineView(opts.stateDir, opts.registryDir),
+  );
   await writeSettings(probeLayout.configFile, settings);
   const layout = clusterLayout(opts.stateDir, settings.nodes);
   const ports = clusterPorts(settings, layout.store.length);
   const apiserverUrl = `https://${NODE_IP}:${ports.apiserver}`;
   const repoRoot = opts.runner.repoRoot;
+  registerCluster(
+    {
+      name: settings.name,
+      stateDir: layout.stateDir,
+      repoRoot,
+      nodes: settings.nodes,
+      portOffset: settings.portOffset,
+      apiserver: apiserverUrl,
+      clusterCidr: settings.clusterCidr,
+      serviceCidr: settings.serviceCidr,
+      hostCidr: hostNetwork(layout).cidr,
+    },
+    opts.registryDir,
+  );
   const env = daemonEnv(process.env);
   const started: string[] = [];
   const watched = new Map<string, Command>();
@@ -140,7 +178,8 @@ export async function up(opts: UpOptions): Promise<UpResult> {
     return undefined;
   };
 
-  if (await ensurePki(layout, repoRoot)) opts.say(`generated the PKI in ${layout.pkiDir}`);
+  if (await ensurePki(layout, repoRoot, settings.serviceCidr))
+    opts.say(`generated the PKI in ${layout.pkiDir}`);
   await writeKubeconfigs(layout, apiserverUrl);
   await mkdir(layout.registryData, { recursive: true });
   await writeFile(layout.registryConfig, registryConfigText(layout, ports));
@@ -152,13 +191,14 @@ export async function up(opts: UpOptions): Promise<UpResult> {
   const runner = opts.runner;
   const storeCmds = storeCommands(layout, ports, runner);
   const runtimeCmds = [registryCommand(layout), ...layout.nodes.map((n) => containerdCommand(n))];
-  const apiserverCmd = apiserverCommand(layout, ports, runner);
+  const apiserverCmd = apiserverCommand(layout, ports, settings, runner);
   const clientCmds = [
     schedulerCommand(layout, ports, runner),
     controllerManagerCommand(layout, ports, settings, runner),
-    ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner)),
+    ...layout.nodes.map((n) => kubeletCommand(layout, n, ports, settings, runner)),
     proxyCommand(layout, ports, settings, runner),
-    ...dnsCommands(layout, ports, runner),
+    ...dnsCommands(layout, ports, settings, runner),
+    ...netCommands(layout, ports, settings, runner),
   ];
   // Everything starts at once: loading a Node daemon takes longer than a store
   // election, so overlapping them is most of the speed. The critical path is

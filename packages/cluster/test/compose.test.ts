@@ -9,7 +9,8 @@
 // applied unchanged with `kubit apply -f` through the admin kubeconfig the
 // init service writes to the host, runs nginx with a pod IP that answers the
 // host (through a route to the node container) and a pod on the other node
-// (the node containers' route sync); its events come in the order users know;
+// (kubit-net's VXLAN between the node containers, forced with
+// KUBIT_OVERLAY_MODE=vxlan); its events come in the order users know;
 // `kubit logs` shows the request; `kubit delete pod` removes it and its
 // containers; kubectl works with the same kubeconfig. Services: nginx behind
 // `kubectl expose`, fetched by name (cluster DNS on the nodes, kubit-proxy's
@@ -320,6 +321,8 @@ describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }
       KUBIT_COMPOSE_NET: net,
       KUBIT_CLUSTER_CIDR: clusterCidr,
       KUBIT_APISERVER_PORT: String(await freePort()),
+      // kubit-net's VXLAN between the node containers (host-gw, the default, is the lab's and up's).
+      KUBIT_OVERLAY_MODE: 'vxlan',
     };
     await composeRun(['build'], 600_000);
     t.diagnostic(`built the images (${elapsed()})`);
@@ -363,6 +366,22 @@ describe('docker-compose.yml on a private Docker Engine', { timeout: 1_200_000 }
         const via = `${net}.${name === 'node-1' ? 21 : 22}`;
         await run('ip', ['route', 'replace', cidr, 'via', via]);
         hostRoutes.push(cidr);
+      }
+      // kubit-net (vxlan) in each node container: its device, and the other node's pods through it.
+      for (const [name] of nodes) {
+        const other = nodes.find(([n]) => n !== name)?.[1] ?? '';
+        const container = (await composeRun(['ps', '-q', name], 60_000)).trim();
+        const routed = await waitFor(
+          `${name} to route ${other} through its VXLAN device`,
+          async () => {
+            const out = await docker(['exec', container, 'ip', '-4', 'route', 'show', other]).catch(() => '');
+            return out.includes('dev kubit.1') ? out : undefined;
+          },
+          60_000,
+        );
+        const link = await docker(['exec', container, 'ip', '-d', 'link', 'show', 'kubit.1']);
+        assert.match(link, /vxlan id 1 .*dstport 8472/s, link);
+        t.diagnostic(`${name}: ${routed.trim()}`);
       }
       const table = await kubectl(['get', 'nodes', '-o', 'wide']);
       assert.match(table, /node-1\s+Ready/);

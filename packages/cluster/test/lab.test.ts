@@ -1,7 +1,10 @@
 // kubit-test: serial
 // The multi-host lab, with network namespaces standing in for VMs: five
-// "hosts" on a bridge this test creates, each with its own address and a real
-// sshd (root, key-only, a test-made host key). kubit-install sets the cluster up
+// "hosts", each with its own address and a real sshd (root, key-only, a
+// test-made host key), on two network segments (bridges this test creates)
+// joined by a router namespace: the control plane and node-1 on one, node-2
+// alone on the other, so no host route between the nodes can work and pods
+// reach the other node's pods only through kubit-net's VXLAN overlay. kubit-install sets the cluster up
 // over ssh from an inventory, running each daemon with the command line of its
 // systemd unit (direct mode): a 3-member store on the control-plane hosts (the
 // first also runs the apiserver, scheduler and controller manager) and a
@@ -97,6 +100,41 @@ spec:
 `;
 }
 
+/** A busybox httpd on \`node\` serving a 10 MiB file, for the transfer across the overlay. */
+function bigFileServer(node: string): string {
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: big-file
+  labels:
+    app: big-file
+spec:
+  nodeName: ${node}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: httpd
+    image: busybox:latest
+    command: ["sh", "-c", "mkdir -p /www && dd if=/dev/urandom of=/www/big bs=1048576 count=10 2>/dev/null && md5sum /www/big > /www/big.md5 && exec httpd -f -p 8080 -h /www"]
+`;
+}
+
+/** A pod on \`node\` that fetches the 10 MiB file and prints its size and checksum next to the server's. */
+function bigFileClient(node: string, ip: string): string {
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: big-file-client
+spec:
+  nodeName: ${node}
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: wget
+    image: busybox:latest
+    command: ["sh", "-c", "for i in $(seq 30); do wget -q -T 10 -O /tmp/big http://${ip}:8080/big && wget -q -T 5 -O /tmp/big.md5 http://${ip}:8080/big.md5 && break; sleep 1; done; echo size=$(wc -c < /tmp/big); echo got=$(md5sum < /tmp/big | cut -d' ' -f1); echo want=$(cut -d' ' -f1 /tmp/big.md5); cat /sys/class/net/eth0/mtu"]
+`;
+}
+
 /** What the lab needs on this machine; a missing piece fails the test with what to install. */
 function missingPrerequisites(): string[] {
   const problems: string[] = [];
@@ -131,8 +169,8 @@ async function sh(cmd: string, args: string[]): Promise<string> {
   }
 }
 
-/** A /24 for the lab's bridge and a /16 for the pods that no route on this machine touches. */
-async function freeNetworks(): Promise<{ lan: string; cidr: string }> {
+/** Two /24s for the lab's segments and a /16 for the pods that no route on this machine touches. */
+async function freeNetworks(): Promise<{ lan: string; lanB: string; cidr: string }> {
   const routes = await sh('ip', ['-4', 'route']);
   const addrs = await sh('ip', ['-4', 'addr']);
   const used = (prefix: string) => routes.includes(prefix) || addrs.includes(prefix);
@@ -141,14 +179,20 @@ async function freeNetworks(): Promise<{ lan: string; cidr: string }> {
     if (free.length === 0) throw new Error(`no free network among ${candidates[0]}...`);
     return free[Math.floor(Math.random() * free.length)];
   };
-  const lan = pick(Array.from({ length: 50 }, (_, i) => `192.168.${200 + i}.`));
+  const lans = Array.from({ length: 50 }, (_, i) => `192.168.${200 + i}.`);
+  const lan = pick(lans);
+  const lanB = pick(lans.filter((l) => l !== lan));
   const cidr = pick(Array.from({ length: 30 }, (_, i) => `10.${200 + i}.`));
-  return { lan, cidr: `${cidr}0.0/16` };
+  return { lan, lanB, cidr: `${cidr}0.0/16` };
 }
 
 interface LabHost {
   name: string;
   address: string;
+  /** Its segment's bridge, and the router's address on that segment. */
+  segment: 'a' | 'b';
+  /** Not in the first inventory: kubit-install join adds it. */
+  joinsLater?: boolean;
   netns: string;
   veth: string;
   prefix: string;
@@ -159,6 +203,9 @@ interface LabHost {
 describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeout: 600_000 }, () => {
   const id = randomBytes(3).toString('hex');
   const bridge = `klab${id}`;
+  const bridgeB = `klab${id}b`;
+  const routerNs = `klab${id}-router`;
+  let lanPrefixB = '';
   let labDir = '';
   let lanPrefix = '';
   let clusterCidr = '';
@@ -166,8 +213,15 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
   let registry: ChildProcess | undefined;
   let inventoryFile = '';
   let kubeconfig = '';
-  let forwardRule: string[] | undefined;
+  const forwardRules: string[][] = [];
   const cleanupErrors: string[] = [];
+  const hostYaml = (h: LabHost) =>
+    [
+      `  - name: ${h.name}`,
+      `    address: ${h.address}`,
+      `    prefix: ${h.prefix}`,
+      ...(h.roles ? [`    roles: [${h.roles.join(', ')}]`] : []),
+    ].join('\n');
   let failed = false;
 
   const kubit = async (args: string[], input?: string): Promise<string> => {
@@ -181,7 +235,10 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
   };
   const runInstaller = (args: string[], timeoutMs: number) =>
     runWithOutput(process.execPath, fromSources(installer, args), { timeoutMs });
-  const nodeHosts = () => hosts.filter((h) => !h.roles);
+  /** The node hosts of the first inventory (node-3 joins later, and leaves). */
+  const nodeHosts = () => hosts.filter((h) => !h.roles && !h.joinsLater);
+  /** Every node host, node-3 included: for clean-up. */
+  const everyNodeHost = () => hosts.filter((h) => !h.roles);
   const nodeLayoutOf = (h: LabHost): NodeLayout => {
     const p = hostPaths({
       name: h.name,
@@ -213,6 +270,7 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     labDir = await mkdtemp(join(tmpdir(), `kubit-lab-${id}-`));
     const nets = await freeNetworks();
     lanPrefix = nets.lan;
+    lanPrefixB = nets.lanB;
     clusterCidr = nets.cidr;
     const gateway = `${lanPrefix}1`;
     const names: [string, string[] | undefined][] = [
@@ -221,33 +279,63 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
       ['cp-3', ['store']],
       ['node-1', undefined],
       ['node-2', undefined],
+      ['node-3', undefined],
     ];
     hosts = names.map(([name, roles], i) => ({
       name,
-      address: `${lanPrefix}${11 + i}`,
+      // node-2 (and later node-3) on segment B.
+      segment: name === 'node-2' || name === 'node-3' ? 'b' : 'a',
+      address: `${name === 'node-2' || name === 'node-3' ? lanPrefixB : lanPrefix}${11 + i}`,
+      ...(name === 'node-3' ? { joinsLater: true } : {}),
       netns: `klab${id}-${name}`,
       veth: `kl${id}h${i}`,
       prefix: join(labDir, 'hosts', name),
       ...(roles ? { roles } : {}),
     }));
 
-    // The "LAN": a bridge with the test's address, one veth per namespace.
+    // Two "LANs": segment A, a bridge with the test's address, and segment B, a bridge without one;
+    // one veth per namespace, and a router namespace with a leg (.254) on each. Each host routes
+    // only the other segment through the router (no default route), so a pod subnet is reachable
+    // from a node only through a route kubit-net made.
     await sh('ip', ['link', 'add', bridge, 'type', 'bridge']);
     await sh('ip', ['addr', 'add', `${gateway}/24`, 'dev', bridge]);
     await sh('ip', ['link', 'set', bridge, 'up']);
+    await sh('ip', ['link', 'add', bridgeB, 'type', 'bridge']);
+    await sh('ip', ['link', 'set', bridgeB, 'up']);
     // Bridged frames pass the host's FORWARD chain when br_netfilter is loaded (e.g. Docker sets it to DROP).
     if (existsSync('/usr/sbin/iptables')) {
-      forwardRule = ['FORWARD', '-i', bridge, '-o', bridge, '-j', 'ACCEPT'];
-      await sh('iptables', ['-I', ...forwardRule]);
+      for (const b of [bridge, bridgeB]) {
+        const rule = ['FORWARD', '-i', b, '-o', b, '-j', 'ACCEPT'];
+        await sh('iptables', ['-I', ...rule]);
+        forwardRules.push(rule);
+      }
+    }
+    const segment = (s: 'a' | 'b') =>
+      s === 'a'
+        ? { bridge, router: `${lanPrefix}254`, other: `${lanPrefixB}0/24` }
+        : { bridge: bridgeB, router: `${lanPrefixB}254`, other: `${lanPrefix}0/24` };
+    await sh('ip', ['netns', 'add', routerNs]);
+    await sh('ip', ['-n', routerNs, 'link', 'set', 'lo', 'up']);
+    await sh('ip', ['netns', 'exec', routerNs, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
+    for (const [i, s] of (['a', 'b'] as const).entries()) {
+      const leg = `kl${id}r${i}`;
+      await sh('ip', ['link', 'add', leg, 'type', 'veth', 'peer', 'name', `eth${i}`, 'netns', routerNs]);
+      await sh('ip', ['link', 'set', leg, 'master', segment(s).bridge, 'up']);
+      await sh('ip', ['-n', routerNs, 'addr', 'add', `${segment(s).router}/24`, 'dev', `eth${i}`]);
+      await sh('ip', ['-n', routerNs, 'link', 'set', `eth${i}`, 'up']);
     }
     for (const h of hosts) {
+      const seg = segment(h.segment);
       await sh('ip', ['netns', 'add', h.netns]);
       await sh('ip', ['link', 'add', h.veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', h.netns]);
-      await sh('ip', ['link', 'set', h.veth, 'master', bridge, 'up']);
+      await sh('ip', ['link', 'set', h.veth, 'master', seg.bridge, 'up']);
       await sh('ip', ['-n', h.netns, 'addr', 'add', `${h.address}/24`, 'dev', 'eth0']);
       await sh('ip', ['-n', h.netns, 'link', 'set', 'eth0', 'up']);
       await sh('ip', ['-n', h.netns, 'link', 'set', 'lo', 'up']);
+      await sh('ip', ['-n', h.netns, 'route', 'add', seg.other, 'via', seg.router]);
     }
+    // The test (on segment A) reaches segment B through the router too.
+    await sh('ip', ['route', 'add', `${lanPrefixB}0/24`, 'via', `${lanPrefix}254`]);
 
     // ssh: one client key for root everywhere, one host key per host, a known_hosts naming them.
     const sshDir = join(labDir, 'ssh');
@@ -342,13 +430,6 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     }
 
     inventoryFile = join(labDir, 'inventory.yaml');
-    const hostYaml = (h: LabHost) =>
-      [
-        `  - name: ${h.name}`,
-        `    address: ${h.address}`,
-        `    prefix: ${h.prefix}`,
-        ...(h.roles ? [`    roles: [${h.roles.join(', ')}]`] : []),
-      ].join('\n');
     await writeFile(
       inventoryFile,
       [
@@ -398,7 +479,7 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
       }
     };
     // Pods first, while their containerd runs, so CNI frees addresses and veths.
-    for (const h of nodeHosts())
+    for (const h of everyNodeHost())
       await step(`sandboxes of ${h.name}`, () => removeAllSandboxes(nodeLayoutOf(h).socket));
     if (inventoryFile && existsSync(inventoryFile)) {
       await step('kubit-install down', async () => {
@@ -427,7 +508,7 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
         }
       }
     }
-    for (const h of nodeHosts()) {
+    for (const h of everyNodeHost()) {
       const node = nodeLayoutOf(h);
       killStrayShims(node.socket);
       await step(`mounts of ${h.name}`, () => unmountUnder(node.dir));
@@ -438,8 +519,10 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     }
     if (registry?.pid !== undefined && registry.exitCode === null) registry.kill('SIGTERM');
     for (const h of hosts) await step(`netns ${h.netns}`, () => sh('ip', ['netns', 'del', h.netns]));
-    if (forwardRule) await step('iptables rule', () => sh('iptables', ['-D', ...forwardRule!]));
+    await step(`netns ${routerNs}`, () => sh('ip', ['netns', 'del', routerNs]));
+    for (const rule of forwardRules) await step('iptables rule', () => sh('iptables', ['-D', ...rule]));
     await step(`bridge ${bridge}`, () => sh('ip', ['link', 'del', bridge]));
+    await step(`bridge ${bridgeB}`, () => sh('ip', ['link', 'del', bridgeB]));
     if (labDir) await step('lab dir', () => rm(labDir, { recursive: true, force: true }));
     // Nothing of the lab's networks is left on this machine: no address, no route (the test's pod routes went with the bridge).
     if (lanPrefix) {
@@ -450,6 +533,7 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
           .filter(
             (l) =>
               l.includes(lanPrefix) ||
+              (lanPrefixB && l.includes(lanPrefixB)) ||
               (clusterCidr && l.includes(clusterCidr.split('.').slice(0, 2).join('.') + '.')),
           );
         if (left.length > 0) throw new Error(left.join('; '));
@@ -519,9 +603,50 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
     };
     const podCidrs = new Map(nodes.items.map((n) => [n.metadata.name, n.spec.podCIDR ?? '']));
     assert.deepEqual([...podCidrs.keys()].sort(), ['node-1', 'node-2']);
-    // The test (not in the inventory) routes to each node's pod subnet as the installer did on the hosts.
-    for (const h of nodeHosts())
-      await sh('ip', ['route', 'replace', podCidrs.get(h.name) ?? '', 'via', h.address]);
+    // The test (not in the inventory) routes to each node's pod subnet: node-1's through node-1, on its
+    // segment; node-2's through the router, which is told where it is, as a lab's router would be for
+    // the machine (the nodes themselves have no route through the router to any pod subnet).
+    for (const h of nodeHosts()) {
+      const cidr = podCidrs.get(h.name) ?? '';
+      if (h.segment === 'a') {
+        await sh('ip', ['route', 'replace', cidr, 'via', h.address]);
+      } else {
+        await sh('ip', ['-n', routerNs, 'route', 'replace', cidr, 'via', h.address]);
+        await sh('ip', ['route', 'replace', cidr, 'via', `${lanPrefix}254`]);
+      }
+    }
+    // kubit-net (auto) chose VXLAN between the two segments: each node has the device, and routes
+    // the other node's pod subnet through it.
+    for (const h of nodeHosts()) {
+      const other = nodeHosts().find((o) => o.name !== h.name);
+      const link = await waitFor(
+        `the VXLAN device on ${h.name}`,
+        async () => {
+          const out = await sh('ip', ['-n', h.netns, '-d', 'link', 'show', 'type', 'vxlan']).catch(() => '');
+          return /vxlan id \d+/.test(out) ? out : undefined;
+        },
+        30_000,
+      );
+      assert.match(link, /dstport 8472/, link);
+      assert.match(link, /mtu 1450/, `the device's MTU leaves room for the 50-byte VXLAN header:\n${link}`);
+      const device = /^\d+: ([^:@]+)/m.exec(link)?.[1] ?? '';
+      const route = await waitFor(
+        `${h.name}'s route to ${other?.name}'s pods`,
+        async () => {
+          const r = await sh('ip', [
+            '-n',
+            h.netns,
+            '-4',
+            'route',
+            'show',
+            podCidrs.get(other?.name ?? '') ?? '',
+          ]);
+          return r.includes(`dev ${device}`) ? r : undefined;
+        },
+        30_000,
+      );
+      t.diagnostic(`${h.name}: ${route.trim()}`);
+    }
 
     const manifest = join(labDir, 'my-application.yaml');
     await writeFile(manifest, MANIFEST);
@@ -535,8 +660,37 @@ describe('the multi-host lab (network namespaces, ssh, kubit-install)', { timeou
       httpTimeoutMs: LAB_HTTP_TIMEOUT_MS,
     });
 
-    // Services: kubit-proxy on each node host, kubit-dns on both (advertised at the host addresses, port 53).
+    // 10 MiB between pods on the two segments: the pods' MTU leaves room for the VXLAN header, or
+    // full-size segments would be dropped and the transfer would stall.
     await kubit(['delete', 'pod', 'client']);
+    await kubit(['apply', '-f', '-'], bigFileServer(node));
+    const bigIp = await waitFor(
+      'the big-file server',
+      async () => {
+        const out = await kubit(['get', 'pod', 'big-file', '-o', 'jsonpath={.status.phase} {.status.podIP}']);
+        const [phase, podIp] = out.trim().split(' ');
+        return phase === 'Running' && podIp ? podIp : undefined;
+      },
+      120_000,
+    );
+    await kubit(['apply', '-f', '-'], bigFileClient(otherNode(node), bigIp));
+    const bigPhase = await waitFor(
+      'the big-file client to finish',
+      async () => {
+        const p = (await kubit(['get', 'pod', 'big-file-client', '-o', 'jsonpath={.status.phase}'])).trim();
+        return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+      },
+      180_000,
+    );
+    const bigLog = await kubit(['logs', 'big-file-client']).catch((e: Error) => e.message);
+    assert.equal(bigPhase, 'Succeeded', bigLog);
+    assert.match(bigLog, /size=10485760\b/, bigLog);
+    const sums = /got=(\w+)\s+want=(\w+)/.exec(bigLog);
+    assert.ok(sums && sums[1] === sums[2], `the file arrived intact: ${bigLog}`);
+    assert.match(bigLog, /^1450$/m, `the pod's eth0 MTU is the overlay's: ${bigLog}`);
+    await kubit(['delete', 'pod', 'big-file', 'big-file-client']);
+
+    // Services: kubit-proxy on each node host, kubit-dns on both (advertised at the host addresses, port 53).
     await kubit(['apply', '-f', '-'], WEB_SERVICE);
     const service = JSON.parse(await kubit(['get', 'service', 'web', '-o', 'json'])) as {
       spec: { clusterIP: string; ports: { nodePort: number }[] };
@@ -708,7 +862,96 @@ spec:
     failed = false;
   });
 
-  it('kubit-install down stops every daemon and leaves no kubit-proxy table in the node hosts', async () => {
+  it('kubit-install join adds node-3 on the other segment; remove drains it and every node forgets its routes', async (t) => {
+    failed = true;
+    const node3 = hosts.find((h) => h.name === 'node-3');
+    const [node1, node2] = ['node-1', 'node-2'].map((n) => hosts.find((h) => h.name === n));
+    if (!node3 || !node1 || !node2) throw new Error('the lab has no node-3');
+    // The inventory with node-3 listed under nodes (the last section).
+    const joined = join(labDir, 'inventory-with-node-3.yaml');
+    await writeFile(joined, `${readFileSync(inventoryFile, 'utf8').trimEnd()}\n${hostYaml(node3)}\n`);
+    const installArgs = [
+      '-i',
+      joined,
+      '--mode',
+      'direct',
+      '--work-dir',
+      join(labDir, 'install'),
+      '--timeout',
+      '180',
+    ];
+    const j = await runInstaller(['join', 'node-3', ...installArgs], 300_000);
+    t.diagnostic(j.out.trim());
+    assert.equal(j.code, 0, `kubit-install join failed:\n${j.out}`);
+    const cidr = (await kubit(['get', 'node', 'node-3', '-o', 'jsonpath={.spec.podCIDR}'])).trim();
+    assert.ok(cidr, 'node-3 has a pod subnet');
+    const routeOn = async (h: LabHost) =>
+      (await sh('ip', ['-n', h.netns, '-4', 'route', 'show', cidr])).trim();
+    // node-2 shares node-3's segment: a host-gw route; node-1 does not: through the VXLAN device.
+    await waitFor(
+      'node-2 and node-1 to route to node-3',
+      async () => {
+        const [r1, r2] = [await routeOn(node1), await routeOn(node2)];
+        return r1.includes('dev kubit.1') && r2.includes(`via ${node3.address}`) ? true : undefined;
+      },
+      30_000,
+    );
+    // A pod on node-3 serves a pod on node-1, across the segments.
+    await kubit(['apply', '-f', '-'], bigFileServer('node-3'));
+    const ip = await waitFor(
+      'the pod on node-3',
+      async () => {
+        const [phase, podIp] = (
+          await kubit(['get', 'pod', 'big-file', '-o', 'jsonpath={.status.phase} {.status.podIP}'])
+        )
+          .trim()
+          .split(' ');
+        return phase === 'Running' && podIp ? podIp : undefined;
+      },
+      120_000,
+    );
+    await kubit(['apply', '-f', '-'], bigFileClient('node-1', ip));
+    const phase = await waitFor(
+      'the client on node-1 to finish',
+      async () => {
+        const p = (await kubit(['get', 'pod', 'big-file-client', '-o', 'jsonpath={.status.phase}'])).trim();
+        return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+      },
+      180_000,
+    );
+    const log = await kubit(['logs', 'big-file-client']).catch((e: Error) => e.message);
+    assert.equal(phase, 'Succeeded', log);
+    assert.match(log, /size=10485760\b/, log);
+    await kubit(['delete', 'pod', 'big-file-client']);
+
+    // remove: cordon, evict (the pod on node-3 goes), stop, clean up, delete the Node.
+    const r = await runInstaller(['remove', 'node-3', ...installArgs], 300_000);
+    t.diagnostic(r.out.trim());
+    assert.equal(r.code, 0, `kubit-install remove failed:\n${r.out}`);
+    assert.match(r.out, /node-3: cordoned; evicting its pods/);
+    const nodes = await kubit(['get', 'nodes', '-o', 'name']);
+    assert.doesNotMatch(nodes, /node\/node-3/);
+    assert.match(
+      await kubit(['get', 'pod', 'big-file']).catch((e: Error) => e.message),
+      /NotFound|not found/,
+      'the pod on node-3 was evicted',
+    );
+    await waitFor(
+      'every node to forget node-3',
+      async () => {
+        const fdb = await sh('ip', ['netns', 'exec', node1.netns, 'bridge', 'fdb', 'show', 'dev', 'kubit.1']);
+        return (await routeOn(node1)) === '' && (await routeOn(node2)) === '' && !fdb.includes(node3.address)
+          ? true
+          : undefined;
+      },
+      30_000,
+    );
+    const left = await sh('ip', ['-n', node3.netns, '-d', 'link', 'show', 'type', 'vxlan']);
+    assert.equal(left.trim(), '', "node-3's VXLAN device is gone");
+    failed = false;
+  });
+
+  it('kubit-install down stops every daemon and leaves no kubit-proxy or kubit-net table, route or VXLAN device in the node hosts', async () => {
     failed = true;
     const r = await runInstaller(
       ['down', '-i', inventoryFile, '--mode', 'direct', '--work-dir', join(labDir, 'install')],
@@ -717,9 +960,18 @@ spec:
     assert.equal(r.code, 0, r.out);
     assert.match(r.out, /stopped kubit-proxy\.service/);
     assert.match(r.out, /stopped kubit-dns@node-1\.service/);
+    assert.match(r.out, /stopped kubit-net@node-2\.service/);
     for (const h of nodeHosts()) {
       const tables = await sh('ip', ['netns', 'exec', h.netns, 'nft', 'list', 'tables']);
-      assert.doesNotMatch(tables, /kubit-proxy/, `${h.name}: ${tables}`);
+      assert.doesNotMatch(tables, /kubit-proxy|kubit-netpol/, `${h.name}: ${tables}`);
+      const vxlan = await sh('ip', ['-n', h.netns, '-d', 'link', 'show', 'type', 'vxlan']);
+      assert.equal(vxlan.trim(), '', `${h.name}: ${vxlan}`);
+      // Only the node's own pod bridge still routes a pod subnet (CNI leaves the bridge).
+      const podPrefix = `${clusterCidr.split('.').slice(0, 2).join('.')}.`;
+      const routes = (await sh('ip', ['-n', h.netns, '-4', 'route']))
+        .split('\n')
+        .filter((l) => l.startsWith(podPrefix) && !l.includes('dev kubit0'));
+      assert.deepEqual(routes, [], `${h.name}: kubit-net's routes are gone`);
     }
     failed = false;
   });
@@ -810,6 +1062,7 @@ ${extra}`;
         'containerd-kubit@node-1.service',
         'kubit-kubelet@node-1.service',
         'kubit-proxy.service',
+        'kubit-net@node-1.service',
         'kubit-dns@node-1.service',
       ],
     );
@@ -830,6 +1083,21 @@ ${extra}`;
     for (const flag of ['--advertise-address=10.9.0.21', '--bind-address=10.9.0.21', '--port=53'])
       assert.ok(dns.includes(flag), `${flag} in ${dns.join(' ')}`);
     assert.ok(files.has('/etc/kubit/kubeconfigs/kubit-dns.kubeconfig'));
+    // kubit-net in the host's namespace, on its address, in the inventory's overlay mode (auto by default).
+    const net = argvOf(node, 'kubit-net@node-1.service');
+    assert.equal(net[1], '/opt/kubit/packages/net/dist/src/main.js');
+    for (const flag of [
+      '--hostname-override=node-1',
+      '--overlay-mode=auto',
+      '--underlay-address=10.9.0.21',
+      '--kubeconfig=/etc/kubit/kubeconfigs/kubit-net.kubeconfig',
+    ])
+      assert.ok(net.includes(flag), `${flag} in ${net.join(' ')}`);
+    assert.ok(files.has('/etc/kubit/kubeconfigs/kubit-net.kubeconfig'));
+    assert.throws(
+      () => parseInventory(`cluster:\n  overlayMode: flannel\n${inventory()}`, 'inv.yaml', '/'),
+      /cluster\.overlayMode: "flannel" is not one of host-gw, vxlan, auto/,
+    );
     const cp1 = plans.find((p) => p.host.name === 'cp-1');
     assert.ok(cp1);
     const apiserver = argvOf(cp1, 'kubit-apiserver.service');

@@ -103,26 +103,48 @@ describe('settings and ports', () => {
       /--cluster-cidr/,
     );
     assert.throws(
-      () => validateSettings({ nodes: 3, portOffset: 0, clusterCidr: '10.1.0.0/23' }),
+      () => validateSettings({ ...DEFAULT_SETTINGS, nodes: 3, portOffset: 0, clusterCidr: '10.1.0.0/23' }),
       /room for fewer/,
+    );
+    assert.throws(() => validateSettings({ ...DEFAULT_SETTINGS, name: 'Bad_Name' }), /--name "Bad_Name"/);
+    assert.throws(
+      () => validateSettings({ ...DEFAULT_SETTINGS, serviceCidr: '10.96.0.0/8' }),
+      /--service-cidr "10\.96\.0\.0\/8" must be an IPv4 CIDR from \/12 to \/24/,
     );
   });
 
   it('keeps a cluster on its saved ports and network; it may only grow', () => {
-    const saved: ClusterSettings = { nodes: 2, portOffset: 7, clusterCidr: '10.99.0.0/16' };
+    const saved: ClusterSettings = {
+      ...DEFAULT_SETTINGS,
+      nodes: 2,
+      portOffset: 7,
+      clusterCidr: '10.99.0.0/16',
+    };
     assert.deepEqual(mergeSettings(saved, {}), saved);
     assert.deepEqual(mergeSettings(saved, { nodes: 3 }), { ...saved, nodes: 3 });
     assert.throws(() => mergeSettings(saved, { nodes: 1 }), /cannot shrink/);
     assert.throws(() => mergeSettings(saved, { portOffset: 8 }), /portOffset=7/);
+    assert.throws(() => mergeSettings(saved, { name: 'other' }), /name=kubit/);
     assert.deepEqual(mergeSettings(undefined, { nodes: 4 }), { ...DEFAULT_SETTINGS, nodes: 4 });
+    assert.deepEqual(mergeSettings(undefined, {}, 'kubit-abc123').name, 'kubit-abc123');
   });
 
   it('reads back what it wrote, and names a broken cluster.json', async () => {
     const dir = await temp();
     const file = join(dir, 'cluster.json');
     assert.equal(readSettings(file), undefined);
-    await writeSettings(file, { nodes: 3, portOffset: 1, clusterCidr: '10.50.0.0/16' });
-    assert.deepEqual(readSettings(file), { nodes: 3, portOffset: 1, clusterCidr: '10.50.0.0/16' });
+    const written = {
+      ...DEFAULT_SETTINGS,
+      name: 'two',
+      nodes: 3,
+      portOffset: 1,
+      clusterCidr: '10.50.0.0/16',
+    };
+    await writeSettings(file, written);
+    assert.deepEqual(readSettings(file), written);
+    // A file from before names and Service ranges: the defaults it ran with, and the name it is given.
+    await writeFile(file, '{"nodes": 2, "portOffset": 0, "clusterCidr": "10.244.0.0/16"}');
+    assert.deepEqual(readSettings(file, 'kubit-old'), { ...DEFAULT_SETTINGS, name: 'kubit-old' });
     await writeFile(file, '{nope');
     assert.throws(() => readSettings(file), /cluster\.json is not valid JSON/);
     await writeFile(file, '{"nodes": 0}');
@@ -186,20 +208,21 @@ describe('command lines', () => {
   });
 
   it('points the apiserver at every member and the controller manager at node IPAM', () => {
-    const api = apiserverCommand(layout, ports, runner);
+    const api = apiserverCommand(layout, ports, settings, runner);
     assert.ok(
       api.args.includes(
         '--etcd-servers=https://127.0.0.1:3379,https://127.0.0.1:3389,https://127.0.0.1:3399',
       ),
     );
     assert.ok(api.args.includes('--secure-port=7443'));
+    assert.ok(api.args.includes('--service-cluster-ip-range=10.96.0.0/12'));
     const cm = controllerManagerCommand(layout, ports, settings, runner);
     assert.ok(cm.args.includes('--allocate-node-cidrs=true'));
     assert.ok(cm.args.includes('--cluster-cidr=10.244.0.0/16'));
   });
 
   it('gives each kubelet its own runtime socket, port, name and certificates', () => {
-    const [k1, k2] = layout.nodes.map((n) => kubeletCommand(layout, n, ports, runner));
+    const [k1, k2] = layout.nodes.map((n) => kubeletCommand(layout, n, ports, settings, runner));
     assert.ok(
       k1.args.includes(
         '--container-runtime-endpoint=unix:///var/lib/kubit-state/nodes/node-1/containerd.sock',
@@ -250,6 +273,9 @@ describe('daemon bundles (scripts/bundle.mjs, part of pnpm build)', () => {
     ['controllers', 'main', 'kubit-controller-manager'],
     ['kubelet', 'main', 'kubit-kubelet'],
     ['kubelet', 'hollow', 'kubit-hollow'],
+    ['proxy', 'main', 'kubit-proxy'],
+    ['net', 'main', 'kubit-net'],
+    ['dns', 'main', 'kubit-dns'],
   ]) {
     it(`${pkg}/dist/src/${entry}.bundle.mjs is fresh and loads`, async () => {
       const built = join(repoRoot, 'packages', pkg, 'dist', 'src', `${entry}.js`);

@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +77,8 @@ async function freeOffset(): Promise<number> {
       2379, 2380, 2381, 2389, 2390, 2391, 2399, 2400, 2401, 5000, 6443, 10257, 10259, 10300, 10301,
       // kubit-proxy's health and metrics, kubit-dns's DNS, health and metrics ports.
       10256, 10249, 10053, 10054, 10060, 10061, 9153, 9154,
+      // Each node's kubit-net (health and metrics).
+      10400, 10401,
     ];
     const free = await Promise.all(ports.map((p) => portFree(p + offset)));
     if (free.every(Boolean)) return offset;
@@ -89,6 +91,22 @@ async function freeClusterCidr(): Promise<string> {
   const { stdout } = await run('ip', ['-4', 'route']);
   for (let x = 240; x < 256; x++) if (!stdout.includes(`10.${x}.`)) return `10.${x}.0.0/16`;
   throw new Error('no free 10.x.0.0/16 for the test cluster');
+}
+
+/** The network namespace (a name in /run/netns, where containerd's CNI puts them) holding a pod's address. */
+async function podNetns(podIp: string): Promise<string> {
+  const { stdout } = await run('ip', ['netns', 'list']);
+  for (const name of stdout
+    .split('\n')
+    .map((l) => l.split(' ')[0])
+    .filter(Boolean)) {
+    const addrs = await run('ip', ['-n', name, '-4', '-o', 'addr']).then(
+      (r) => r.stdout,
+      () => '',
+    );
+    if (addrs.includes(`inet ${podIp}/`)) return name;
+  }
+  throw new Error(`no network namespace in /run/netns has the pod address ${podIp}`);
 }
 
 /** A pod that runs the host's kubectl (a static binary) as its ServiceAccount, with in-cluster config. */
@@ -389,7 +407,10 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
       }
       // kill -9 of kubit-proxy and one kubit-dns: the rules stay in the kernel meanwhile, ./scripts/up
       // restarts both, and the restarted proxy rebuilds exactly the same table (no duplicates).
-      const ruleset = async () => (await run('nft', ['list', 'table', 'ip', 'kubit-proxy'])).stdout;
+      // A cluster not named kubit (this one is kubit-<id>, from its --state-dir) has a table of its own.
+      const { name } = JSON.parse(readFileSync(join(stateDir, 'cluster.json'), 'utf8')) as { name: string };
+      const table = name === 'kubit' ? 'kubit-proxy' : `kubit-proxy-${name}`;
+      const ruleset = async () => (await run('nft', ['list', 'table', 'ip', table])).stdout;
       const rulesBefore = await ruleset();
       for (const victim of ['kubit-proxy', 'kubit-dns-node-1']) process.kill(pidOf(victim), 'SIGKILL');
       const duringRestart = await inClient(
@@ -479,6 +500,64 @@ describe('./scripts/up and ./scripts/down', { timeout: 900_000 }, () => {
       );
       assert.match(listed, /pod\/svc-client/);
       await kubectl(['delete', 'pod', 'svc-client', '--wait=false']);
+
+      // @kubernetes/client-node's loadFromCluster(), as a controller in the pod would run it: the
+      // host's node in the pod's network namespace, with the pod's ServiceAccount files mounted
+      // at the in-cluster path (a private tmpfs on /run) and the pod's KUBERNETES_SERVICE_* variables.
+      const saDir = await mkdtemp(join(tmpdir(), 'kubit-sa-files-'));
+      try {
+        for (const f of ['token', 'ca.crt', 'namespace']) {
+          const text = await kubectl([
+            'exec',
+            'incluster',
+            '--',
+            'cat',
+            `/var/run/secrets/kubernetes.io/serviceaccount/${f}`,
+          ]);
+          await writeFile(join(saDir, f), text, { mode: 0o600 });
+        }
+        const podEnv = await kubectl(['exec', 'incluster', '--', 'env']);
+        const envOf = (name: string) => new RegExp(`^${name}=(.*)$`, 'm').exec(podEnv)?.[1] ?? '';
+        const podIp = (await kubectl(['get', 'pod', 'incluster', '-o', 'jsonpath={.status.podIP}'])).trim();
+        const netns = await podNetns(podIp);
+        const script = join(repoRoot, 'packages', 'cluster', 'test', 'incluster-client.mjs');
+        const secrets = '/run/secrets/kubernetes.io/serviceaccount';
+        const { stdout } = await run(
+          'nsenter',
+          [
+            `--net=/run/netns/${netns}`,
+            'unshare',
+            '--mount',
+            '--propagation',
+            'private',
+            'sh',
+            '-c',
+            `mount -t tmpfs tmpfs /run && mkdir -p ${secrets} && cp "$0"/* ${secrets}/ && exec "$1" "$2"`,
+            saDir,
+            process.execPath,
+            script,
+          ],
+          {
+            env: {
+              PATH: process.env.PATH,
+              KUBERNETES_SERVICE_HOST: envOf('KUBERNETES_SERVICE_HOST'),
+              KUBERNETES_SERVICE_PORT: envOf('KUBERNETES_SERVICE_PORT'),
+            },
+            timeout: 60_000,
+          },
+        );
+        const seen = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as {
+          server?: string;
+          pods?: string[];
+        };
+        assert.equal(
+          seen.server,
+          `https://${envOf('KUBERNETES_SERVICE_HOST')}:${envOf('KUBERNETES_SERVICE_PORT')}`,
+        );
+        assert.ok(seen.pods?.includes('incluster'), stdout);
+      } finally {
+        await rm(saDir, { recursive: true, force: true });
+      }
       const token = await kubectl([
         'exec',
         'incluster',
@@ -984,7 +1063,7 @@ spec:
     const resume = await launch(['up', '--state-dir', stateDir, '--timeout', '180'], 300_000);
     assert.equal(resume.code, 0, `resume failed:\n${resume.out}`);
     t.diagnostic(resume.out.trim());
-    assert.match(resume.out, /started 14 processes/);
+    assert.match(resume.out, /started 16 processes/);
     const nodeCidr = podCidrs.find(([n]) => n === appNode)?.[1] ?? '';
     const ipAgain = await waitFor(
       'my-application to run again after the resume',
@@ -1019,8 +1098,8 @@ spec:
     const pids = readdirSync(runDir).map((f) => Number(readFileSync(join(runDir, f), 'utf8')));
     assert.equal(
       pids.length,
-      14,
-      'store x3, registry, apiserver, scheduler, controller manager, containerd x2, kubelet x2, proxy, dns x2',
+      16,
+      'store x3, registry, apiserver, scheduler, controller manager, containerd x2, kubelet x2, proxy, dns x2, net x2',
     );
     // Every process is still alive before the last down (a dead one names itself with its log's end).
     const dead = readdirSync(runDir)
@@ -1036,7 +1115,8 @@ spec:
     assert.deepEqual(dead, [], 'processes that died');
     const down = await launch(['down', '--state-dir', stateDir], 120_000);
     assert.equal(down.code, 0, `down failed:\n${down.out}`);
-    assert.match(down.out, /Stopped 14 processes/);
+    assert.match(down.out, /Stopped 16 processes/);
+    assert.match(down.out, /left .* for the next up; down --purge/);
     for (const pid of pids) {
       const cmdline = existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
       assert.ok(!cmdline.includes(stateDir), `process ${pid} (${cmdline.replace(/\0/g, ' ')}) still runs`);

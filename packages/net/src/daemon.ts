@@ -18,7 +18,6 @@ import {
 import { NftRunner } from '@kubit/proxy';
 import { type NetworkPolicyAgent, runNetworkPolicyAgent } from './netpol/agent.js';
 import { deleteNetpolTableScript } from './netpol/differ.js';
-import { netpolTableName } from './netpol/ruleset.js';
 import { runOverlayAgent } from './overlay/agent.js';
 import { cleanupScripts } from './overlay/differ.js';
 import { Iproute, readOverlayKernel } from './overlay/kernel.js';
@@ -30,6 +29,8 @@ export interface NetDaemonOptions {
   overlay: OverlayConfig;
   underlayAddress?: string;
   networkPolicy: boolean;
+  /** The NetworkPolicy table's name (--nft-table). */
+  netpolTable: string;
   healthz?: { host: string; port: number };
   logLevel?: string;
 }
@@ -37,15 +38,20 @@ export interface NetDaemonOptions {
 /** The overlay's health: its last successful sync is at most this old (three resync periods). */
 const HEALTHY_WITHIN_MS = 30_000;
 
-export async function runCleanup(nodeName: string, device: string, logLevel?: string): Promise<void> {
+export async function runCleanup(
+  nodeName: string,
+  device: string,
+  table: string,
+  logLevel?: string,
+): Promise<void> {
   const log = createLogger({ name: 'kubit-net', level: logLevel });
   const ip = new Iproute();
   try {
     const kernel = await readOverlayKernel(ip, device);
     const scripts = cleanupScripts(kernel, device);
     await ip.batch('ip', scripts.ip);
-    await new NftRunner().apply(deleteNetpolTableScript(netpolTableName(nodeName)));
-    log.info({ device, routes: kernel.routes.size, netpolTable: netpolTableName(nodeName) }, 'cleaned up');
+    await new NftRunner().apply(deleteNetpolTableScript(table));
+    log.info({ node: nodeName, device, routes: kernel.routes.size, netpolTable: table }, 'cleaned up');
   } catch (err) {
     throw new StartupError(`--cleanup: ${(err as Error).message}`);
   }
@@ -111,7 +117,13 @@ export async function runNetDaemon(o: NetDaemonOptions): Promise<void> {
       log.warn({ err: err.message }, 'cannot read this node yet; NetworkPolicy goes by spec.nodeName only');
       return undefined;
     });
-    netpol = runNetworkPolicyAgent({ client, nodeName: o.nodeName, podCIDR: self?.spec?.podCIDR, log });
+    netpol = runNetworkPolicyAgent({
+      client,
+      nodeName: o.nodeName,
+      podCIDR: self?.spec?.podCIDR,
+      table: o.netpolTable,
+      log,
+    });
     shutdown.add(() => netpol?.stop() ?? Promise.resolve());
   }
   if (o.healthz) {

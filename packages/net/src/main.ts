@@ -6,6 +6,7 @@
 import { intArg, runMain, StartupError } from '@kubit/daemon';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runCleanup, runNetDaemon } from './daemon.js';
+import { netpolTableName } from './netpol/ruleset.js';
 import { OVERLAY_MODES, type OverlayMode } from './overlay/types.js';
 
 function boolArg(value: string): boolean {
@@ -78,6 +79,10 @@ const program = new Command('kubit-net')
       .default({ host: '0.0.0.0', port: 10263 }, '0.0.0.0:10263'),
   )
   .option(
+    '--nft-table <name>',
+    "its NetworkPolicy nft table (family inet; default kubit-netpol-<hash of the node's name>): nodes of several clusters sharing one network namespace each need their own",
+  )
+  .option(
     '--cleanup',
     "remove everything this node's kubit-net owns (device, routes, neighbours, FDB, netpol table) and exit",
     false,
@@ -91,8 +96,14 @@ const program = new Command('kubit-net')
       .toLowerCase();
     if (!nodeName)
       throw new StartupError('--hostname-override is required (the name of this node’s Node object)');
+    const netpolTable = String(o.nftTable ?? netpolTableName(nodeName));
+    if (!/^[A-Za-z][A-Za-z0-9_-]{0,63}$/.test(netpolTable)) {
+      throw new StartupError(
+        `--nft-table "${netpolTable}" must start with a letter and hold at most 64 letters, digits, "-" or "_"`,
+      );
+    }
     if (o.cleanup) {
-      await runCleanup(nodeName, o.vxlanDevice, logLevel);
+      await runCleanup(nodeName, o.vxlanDevice, netpolTable, logLevel);
       return;
     }
     if (!OVERLAY_MODES.includes(o.overlayMode)) {
@@ -113,6 +124,7 @@ const program = new Command('kubit-net')
       },
       underlayAddress: o.underlayAddress,
       networkPolicy: o.networkPolicy,
+      netpolTable,
       healthz: o.healthzBindAddress,
       logLevel,
     });

@@ -243,6 +243,21 @@ describe('overlay planner', () => {
     assert.equal(p.state?.device?.mtu, 1450);
   });
 
+  it('a peer at one of this host’s own addresses (one machine, before its bridge exists) is skipped without an Event', () => {
+    for (const mode of ['host-gw', 'vxlan', 'auto'] as const) {
+      const p = planOverlay({
+        config: config(mode),
+        nodeName: 'a',
+        nodes: [node('a', '10.244.1.0/24', '127.0.0.1'), node('b', '10.244.2.0/24', '127.0.0.1')],
+        hostRoutes,
+        hostAddresses: [{ dev: 'lo', local: '127.0.0.1', prefixlen: 8, mtu: 65536 }],
+      });
+      assert.deepEqual(p.state?.routes.size, 0, mode);
+      assert.deepEqual(p.problems, [], mode);
+      assert.equal(p.peers.find((x) => x.node === 'b')?.backend, 'skipped', mode);
+    }
+  });
+
   it('is not ready (touches nothing) without its own Node, pod subnet or underlay address', () => {
     const base = { config: config('vxlan'), nodeName: 'a', hostRoutes, hostAddresses };
     assert.match(planOverlay({ ...base, nodes: [] }).notReady ?? '', /no Node/);

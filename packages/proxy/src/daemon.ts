@@ -55,17 +55,19 @@ export interface ProxyDaemonOptions {
   healthz?: { host: string; port: number };
   metrics?: { host: string; port: number };
   networkNamespace?: string;
+  /** --nft-table: the table's name. */
+  tableName: string;
 }
 
-export async function runCleanup(networkNamespace: string | undefined): Promise<void> {
+export async function runCleanup(networkNamespace: string | undefined, tableName: string): Promise<void> {
   const log = createLogger({ name: 'kubit-proxy' });
   const nft = new NftRunner({ netns: networkNamespace });
   try {
-    await nft.apply(deleteTableScript());
+    await nft.apply(deleteTableScript(tableName));
   } catch (err) {
     throw new StartupError(`--cleanup: ${(err as Error).message}`);
   }
-  log.info({ netns: networkNamespace }, 'removed the kubit-proxy table');
+  log.info({ netns: networkNamespace, table: tableName }, 'removed the kubit-proxy table');
 }
 
 export async function runProxyDaemon(o: ProxyDaemonOptions): Promise<void> {
@@ -106,6 +108,7 @@ export async function runProxyDaemon(o: ProxyDaemonOptions): Promise<void> {
       clusterCidrs: o.clusterCidrs,
       nodePortAddresses: o.nodePortAddresses,
       masqueradeAll: o.masqueradeAll,
+      tableName: o.tableName,
     },
     services: () => services.store.list() as Service[],
     slices: () => slices.store.list() as EndpointSlice[],

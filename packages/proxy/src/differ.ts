@@ -22,10 +22,12 @@ import {
   type MapDef,
   mapDecl,
   mapItems,
+  mapSpec,
   type Ruleset,
   ruleLine,
   type SetDef,
   setDecl,
+  setSpec,
   tableRef,
 } from './ruleset.js';
 
@@ -96,7 +98,7 @@ export function rulesetDelta(previous: Ruleset, desired: Ruleset): RulesetDelta 
   for (const [name, s] of desired.sets) {
     const p = previous.sets.get(name);
     if (!p) d.sets.set(name, { before: undefined, after: s });
-    else if (setDecl(name, p) !== setDecl(name, s)) d.sets.set(name, { before: p, after: s });
+    else if (setSpec(p) !== setSpec(s)) d.sets.set(name, { before: p, after: s });
     else {
       const e = setElementDiff(p.elements, s.elements);
       if (e.added.length || e.removed.length) d.setElements.set(name, e);
@@ -107,7 +109,7 @@ export function rulesetDelta(previous: Ruleset, desired: Ruleset): RulesetDelta 
   for (const [name, m] of desired.maps) {
     const p = previous.maps.get(name);
     if (!p) d.maps.set(name, { before: undefined, after: m });
-    else if (mapDecl(name, p) !== mapDecl(name, m)) d.maps.set(name, { before: p, after: m });
+    else if (mapSpec(p) !== mapSpec(m)) d.maps.set(name, { before: p, after: m });
     else {
       const e = mapElementDiff(p.elements, m.elements);
       if (e.size) d.mapElements.set(name, e);
@@ -130,6 +132,7 @@ export function rulesetDelta(previous: Ruleset, desired: Ruleset): RulesetDelta 
  * writes when the delta cannot be applied in place. "" when nothing changed.
  */
 export function deltaScript(d: RulesetDelta, desired: Ruleset): string {
+  const t = tableRef(desired.table);
   const declare: string[] = [];
   const rewrite: string[] = [];
   const elementDeletes: string[] = [];
@@ -144,20 +147,20 @@ export function deltaScript(d: RulesetDelta, desired: Ruleset): string {
       continue;
     }
     if (!p) {
-      declare.push(setDecl(name, s));
-      if (s.elements.size) elementAdds.push(...elementLines('add', name, [...s.elements]));
+      declare.push(setDecl(t, name, s));
+      if (s.elements.size) elementAdds.push(...elementLines('add', t, name, [...s.elements]));
       continue;
     }
     // A set whose type, flags or timeout changed (an affinity timeout edited) cannot be
     // altered in place and rules point at it: rebuild the table, rare as it is.
-    if (setDecl(name, p) !== setDecl(name, s)) return fullScript(desired);
+    if (setSpec(p) !== setSpec(s)) return fullScript(desired);
     const e = setElementDiff(p.elements, s.elements);
-    if (e.removed.length) elementDeletes.push(...elementLines('delete', name, e.removed));
-    if (e.added.length) elementAdds.push(...elementLines('add', name, e.added));
+    if (e.removed.length) elementDeletes.push(...elementLines('delete', t, name, e.removed));
+    if (e.added.length) elementAdds.push(...elementLines('add', t, name, e.added));
   }
   for (const [name, { added, removed }] of d.setElements) {
-    if (removed.length) elementDeletes.push(...elementLines('delete', name, removed));
-    if (added.length) elementAdds.push(...elementLines('add', name, added));
+    if (removed.length) elementDeletes.push(...elementLines('delete', t, name, removed));
+    if (added.length) elementAdds.push(...elementLines('add', t, name, added));
   }
   const mapElementChanges = (name: string, changes: Map<string, Change<string>>) => {
     const gone: string[] = [];
@@ -167,8 +170,8 @@ export function deltaScript(d: RulesetDelta, desired: Ruleset): string {
       if (before !== undefined) gone.push(k);
       if (after !== undefined) added.push([k, after]);
     }
-    if (gone.length) elementDeletes.push(...elementLines('delete', name, gone));
-    if (added.length) elementAdds.push(...elementLines('add', name, mapItems(added)));
+    if (gone.length) elementDeletes.push(...elementLines('delete', t, name, gone));
+    if (added.length) elementAdds.push(...elementLines('add', t, name, mapItems(added)));
   };
   for (const [name, { before: p, after: m }] of d.maps) {
     if (!m) {
@@ -176,11 +179,11 @@ export function deltaScript(d: RulesetDelta, desired: Ruleset): string {
       continue;
     }
     if (!p) {
-      declare.push(mapDecl(name, m));
-      if (m.elements.size) elementAdds.push(...elementLines('add', name, mapItems(m.elements)));
+      declare.push(mapDecl(t, name, m));
+      if (m.elements.size) elementAdds.push(...elementLines('add', t, name, mapItems(m.elements)));
       continue;
     }
-    if (mapDecl(name, p) !== mapDecl(name, m)) return fullScript(desired);
+    if (mapSpec(p) !== mapSpec(m)) return fullScript(desired);
     mapElementChanges(name, mapElementDiff(p.elements, m.elements));
   }
   for (const [name, changes] of d.mapElements) mapElementChanges(name, changes);
@@ -191,19 +194,19 @@ export function deltaScript(d: RulesetDelta, desired: Ruleset): string {
       continue;
     }
     if (p && sameChain(p, c)) continue;
-    if (!p) declare.push(chainDecl(name, c));
+    if (!p) declare.push(chainDecl(t, name, c));
     else if (!sameBase(p, c)) return fullScript(desired);
-    else rewrite.push(`flush chain ${tableRef} ${name}`);
-    for (const rule of c.rules) rewrite.push(ruleLine(name, rule));
+    else rewrite.push(`flush chain ${t} ${name}`);
+    for (const rule of c.rules) rewrite.push(ruleLine(t, name, rule));
   }
 
   // Gone chains may jump to each other (external- to service-): flush them all
   // before deleting any, or the kernel refuses a delete of a chain still referenced.
   const remove: string[] = [];
-  for (const name of goneChains) remove.push(`flush chain ${tableRef} ${name}`);
-  for (const name of goneChains) remove.push(`delete chain ${tableRef} ${name}`);
-  for (const name of goneSets) remove.push(`delete set ${tableRef} ${name}`);
-  for (const name of goneMaps) remove.push(`delete map ${tableRef} ${name}`);
+  for (const name of goneChains) remove.push(`flush chain ${t} ${name}`);
+  for (const name of goneChains) remove.push(`delete chain ${t} ${name}`);
+  for (const name of goneSets) remove.push(`delete set ${t} ${name}`);
+  for (const name of goneMaps) remove.push(`delete map ${t} ${name}`);
 
   const lines = [...declare, ...rewrite, ...elementDeletes, ...elementAdds, ...remove];
   return lines.length ? `${lines.join('\n')}\n` : '';

@@ -21,7 +21,7 @@ import {
   skeleton,
   sliceServiceKey,
 } from './planner.js';
-import { type ChainDef, type Ruleset, type SetDef, setDecl, type UdpServicePort } from './ruleset.js';
+import { type ChainDef, type Ruleset, type SetDef, setSpec, type UdpServicePort } from './ruleset.js';
 
 /** Values several owners (Service keys) may give one key; the greatest owner in key order wins. */
 class Claims<V> {
@@ -87,8 +87,8 @@ function record<T>(
   else into.set(key, { before, after });
 }
 
-const sameSet = (name: string, a: SetDef, b: SetDef) =>
-  setDecl(name, a) === setDecl(name, b) &&
+const sameSet = (a: SetDef, b: SetDef) =>
+  setSpec(a) === setSpec(b) &&
   a.elements.size === b.elements.size &&
   [...a.elements].every((e) => b.elements.has(e));
 
@@ -303,7 +303,7 @@ function settle(j: Journal): IncrementalChange {
       d.chains.delete(name);
   }
   for (const [name, ch] of d.sets) {
-    if (ch.before === ch.after || (ch.before && ch.after && sameSet(name, ch.before, ch.after)))
+    if (ch.before === ch.after || (ch.before && ch.after && sameSet(ch.before, ch.after)))
       d.sets.delete(name);
   }
   for (const [name, changes] of d.mapElements) {

@@ -6,6 +6,7 @@ import { parseCidr } from '@kubit/api';
 import { durationArg, listArg, runMain, StartupError } from '@kubit/daemon';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runCleanup, runProxyDaemon } from './daemon.js';
+import { TABLE_NAME } from './ruleset.js';
 
 function boolArg(value: string): boolean {
   if (value === 'true') return true;
@@ -89,10 +90,20 @@ const program = new Command('kubit-proxy')
     'program the rules into this named network namespace (ip netns exec NAME nft -f -) instead of this ' +
       "process's own; for tests and the netns lab",
   )
+  .option(
+    '--nft-table <name>',
+    'the name of its nftables table (family ip); several clusters sharing one network namespace each need their own',
+    TABLE_NAME,
+  )
   .option('--cleanup', 'remove the kubit-proxy table and exit', false)
   .action(async (o) => {
+    if (!/^[A-Za-z][A-Za-z0-9_-]{0,31}$/.test(o.nftTable)) {
+      throw new StartupError(
+        `--nft-table "${o.nftTable}" must start with a letter and hold at most 32 letters, digits, "-" or "_"`,
+      );
+    }
     if (o.cleanup) {
-      await runCleanup(o.networkNamespace);
+      await runCleanup(o.networkNamespace, o.nftTable);
       return;
     }
     if (o.proxyMode !== 'nftables' && o.proxyMode !== '') {
@@ -117,6 +128,7 @@ const program = new Command('kubit-proxy')
       healthz: o.healthzBindAddress,
       metrics: o.metricsBindAddress,
       networkNamespace: o.networkNamespace,
+      tableName: o.nftTable,
     });
   });
 

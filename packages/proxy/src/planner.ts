@@ -36,6 +36,8 @@ export interface PlannerOptions {
   nodePortAddresses: string[];
   /** --masquerade-all: masquerade every packet sent to a Service. */
   masqueradeAll: boolean;
+  /** --nft-table: the table's name (default kubit-proxy). */
+  tableName?: string;
 }
 
 /** The default sessionAffinityConfig.clientIP.timeoutSeconds (3 hours), as Kubernetes defaults it. */
@@ -97,7 +99,7 @@ function setMapElement(p: ServicePlan, map: string, key: string, value: string):
 
 /** The chains, sets and maps every plan has, whatever the Services: a function of the flags alone. */
 export function skeleton(o: PlannerOptions): Ruleset {
-  const r = emptyRuleset();
+  const r = emptyRuleset(o.tableName);
   const nodePortMatch =
     o.nodePortAddresses.length > 0
       ? 'ip daddr @nodeport-ips fib daddr type local'

@@ -154,7 +154,8 @@ export class Proxier {
     try {
       if (periodic && this.plan) {
         // A canary: someone flushed the ruleset (or deleted our table) behind our back.
-        const present = await this.o.nft.chainExists(TABLE_FAMILY, TABLE_NAME, 'nat-prerouting');
+        const table = this.o.planner.tableName ?? TABLE_NAME;
+        const present = await this.o.nft.chainExists(TABLE_FAMILY, table, 'nat-prerouting');
         if (!present) {
           log.warn('the kubit-proxy table is gone from the kernel; rebuilding it');
           this.plan = undefined;

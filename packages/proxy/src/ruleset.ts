@@ -5,9 +5,14 @@
 // elements as strings keyed by their nft text makes the comparison exact and
 // cheap: two rulesets are equal exactly when the kernel would hold the same thing.
 
-/** The table kube-proxy names `ip kube-proxy`; ours. */
+/** The table kube-proxy names `ip kube-proxy`; ours (--nft-table: several clusters on one machine each have one). */
 export const TABLE_FAMILY = 'ip';
 export const TABLE_NAME = 'kubit-proxy';
+
+/** `ip <name>`, as nft statements name a table. */
+export function tableRef(name: string): string {
+  return `${TABLE_FAMILY} ${name}`;
+}
 
 export interface BaseChainSpec {
   type: 'filter' | 'nat';
@@ -44,6 +49,8 @@ export interface MapDef {
 }
 
 export interface Ruleset {
+  /** The table's name (its family is TABLE_FAMILY). */
+  table: string;
   chains: Map<string, ChainDef>;
   sets: Map<string, SetDef>;
   maps: Map<string, MapDef>;
@@ -64,8 +71,9 @@ export interface UdpServicePort {
   endpointIPs: string[];
 }
 
-export function emptyRuleset(): Ruleset {
+export function emptyRuleset(table: string = TABLE_NAME): Ruleset {
   return {
+    table,
     chains: new Map(),
     sets: new Map(),
     maps: new Map(),
@@ -74,39 +82,46 @@ export function emptyRuleset(): Ruleset {
   };
 }
 
-const T = `${TABLE_FAMILY} ${TABLE_NAME}`;
-export const tableRef = T;
-
-export function chainDecl(name: string, c: ChainDef): string {
-  if (!c.base) return `add chain ${T} ${name}`;
+export function chainDecl(t: string, name: string, c: ChainDef): string {
+  if (!c.base) return `add chain ${t} ${name}`;
   const { type, hook, priority } = c.base;
-  return `add chain ${T} ${name} { type ${type} hook ${hook} priority ${priority} ; }`;
+  return `add chain ${t} ${name} { type ${type} hook ${hook} priority ${priority} ; }`;
 }
 
-export function setDecl(name: string, s: SetDef): string {
+/** A set's declaration without its table and name: equal exactly when two sets are declared alike. */
+export function setSpec(s: SetDef): string {
   const parts = [`type ${s.type} ;`];
   if (s.flags?.length) parts.push(`flags ${s.flags.join(',')} ;`);
   if (s.timeoutSeconds !== undefined) parts.push(`timeout ${s.timeoutSeconds}s ;`);
-  return `add set ${T} ${name} { ${parts.join(' ')} }`;
+  return parts.join(' ');
 }
 
-export function mapDecl(name: string, m: MapDef): string {
+export function setDecl(t: string, name: string, s: SetDef): string {
+  return `add set ${t} ${name} { ${setSpec(s)} }`;
+}
+
+/** A map's declaration without its table and name. */
+export function mapSpec(m: MapDef): string {
   const parts = [`type ${m.type} ;`];
   if (m.flags?.length) parts.push(`flags ${m.flags.join(',')} ;`);
-  return `add map ${T} ${name} { ${parts.join(' ')} }`;
+  return parts.join(' ');
 }
 
-export function ruleLine(chain: string, rule: string): string {
-  return `add rule ${T} ${chain} ${rule}`;
+export function mapDecl(t: string, name: string, m: MapDef): string {
+  return `add map ${t} ${name} { ${mapSpec(m)} }`;
+}
+
+export function ruleLine(t: string, chain: string, rule: string): string {
+  return `add rule ${t} ${chain} ${rule}`;
 }
 
 /** Elements are written in batches: one nft statement per few hundred keeps the script small and fast to parse. */
 const ELEMENT_BATCH = 500;
 
-export function elementLines(verb: 'add' | 'delete', name: string, items: string[]): string[] {
+export function elementLines(verb: 'add' | 'delete', t: string, name: string, items: string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < items.length; i += ELEMENT_BATCH) {
-    out.push(`${verb} element ${T} ${name} { ${items.slice(i, i + ELEMENT_BATCH).join(', ')} }`);
+    out.push(`${verb} element ${t} ${name} { ${items.slice(i, i + ELEMENT_BATCH).join(', ')} }`);
   }
   return out;
 }
@@ -122,36 +137,40 @@ export function mapItems(entries: Iterable<[string, string]>): string[] {
  * transaction, so the packet path sees the old table or the new one, never none.
  */
 export function fullScript(r: Ruleset): string {
+  const t = tableRef(r.table);
   const lines: string[] = [
-    `add table ${T}`,
-    `delete table ${T}`,
-    `add table ${T} { comment "rules for kubit-proxy" ; }`,
+    `add table ${t}`,
+    `delete table ${t}`,
+    `add table ${t} { comment "rules for kubit-proxy" ; }`,
   ];
   lines.push(...declarations(r));
-  for (const [name, c] of r.chains) for (const rule of c.rules) lines.push(ruleLine(name, rule));
+  for (const [name, c] of r.chains) for (const rule of c.rules) lines.push(ruleLine(t, name, rule));
   lines.push(...elementsOf(r));
   return `${lines.join('\n')}\n`;
 }
 
 /** Sets, maps and chains, declared before any rule or element refers to them. */
 export function declarations(r: Ruleset): string[] {
+  const t = tableRef(r.table);
   const lines: string[] = [];
-  for (const [name, s] of r.sets) lines.push(setDecl(name, s));
-  for (const [name, m] of r.maps) lines.push(mapDecl(name, m));
-  for (const [name, c] of r.chains) lines.push(chainDecl(name, c));
+  for (const [name, s] of r.sets) lines.push(setDecl(t, name, s));
+  for (const [name, m] of r.maps) lines.push(mapDecl(t, name, m));
+  for (const [name, c] of r.chains) lines.push(chainDecl(t, name, c));
   return lines;
 }
 
 function elementsOf(r: Ruleset): string[] {
+  const t = tableRef(r.table);
   const lines: string[] = [];
   for (const [name, s] of r.sets)
-    if (s.elements.size) lines.push(...elementLines('add', name, [...s.elements]));
+    if (s.elements.size) lines.push(...elementLines('add', t, name, [...s.elements]));
   for (const [name, m] of r.maps)
-    if (m.elements.size) lines.push(...elementLines('add', name, mapItems(m.elements)));
+    if (m.elements.size) lines.push(...elementLines('add', t, name, mapItems(m.elements)));
   return lines;
 }
 
 /** Removes the table (--cleanup): `add` first so that a missing table is not an error. */
-export function deleteTableScript(): string {
-  return `add table ${T}\ndelete table ${T}\n`;
+export function deleteTableScript(table: string = TABLE_NAME): string {
+  const t = tableRef(table);
+  return `add table ${t}\ndelete table ${t}\n`;
 }

@@ -88,6 +88,24 @@ describe('differ', () => {
     assert.equal(normalizedTable(ns), once);
   });
 
+  it('a second table (--nft-table) lives beside the first: its scripts and its removal name only it', async () => {
+    const other = 'kubit-proxy-other';
+    await nft.apply(fullScript(plan(base)));
+    const first = normalizedTable(ns);
+    const otherPlan = planRuleset([], [], { ...opts, tableName: other });
+    const script = diffScript(undefined, otherPlan);
+    assert.ok(
+      lines(script).every((l) => !l.includes(` ${TABLE_NAME} `) || l.includes(` ${other} `)),
+      `only ${other} is named:\n${script}`,
+    );
+    await nft.apply(script);
+    assert.ok(await nft.listTable(TABLE_FAMILY, other), 'the second table is there');
+    assert.equal(normalizedTable(ns), first, 'the first table is untouched');
+    await nft.apply(deleteTableScript(other));
+    assert.equal(await nft.listTable(TABLE_FAMILY, other), undefined);
+    assert.equal(normalizedTable(ns), first);
+  });
+
   it('an applied and listed ruleset parses back with nft -f', async () => {
     await nft.apply(fullScript(plan(base)));
     const listed = await nft.listTable(TABLE_FAMILY, TABLE_NAME);

@@ -17,9 +17,9 @@ import {
   dnsHosts,
   type HostPlan,
   hostPaths,
+  nodeCleanupScript,
   PORTS,
   planCluster,
-  proxyCleanupScript,
   serverSans,
   storeMetricsUrl,
   type Templates,
@@ -73,6 +73,7 @@ export async function loadTemplates(repoRoot: string): Promise<Templates> {
     'containerd-kubit@.service',
     'kubit-kubelet@.service',
     'kubit-proxy.service',
+    'kubit-net@.service',
     'kubit-dns@.service',
   ]) {
     units.set(u, await read('systemd', u));
@@ -86,9 +87,13 @@ export async function loadTemplates(repoRoot: string): Promise<Templates> {
 }
 
 /** Every host answers ssh and has what its roles need; one clear message lists what is missing where. */
-export async function checkHosts(inv: Inventory, mode: InstallMode): Promise<void> {
+export async function checkHosts(
+  inv: Inventory,
+  mode: InstallMode,
+  hosts: Host[] = allHosts(inv),
+): Promise<void> {
   const problems = await Promise.all(
-    allHosts(inv).map(async (h) => {
+    hosts.map(async (h) => {
       const isNode = inv.nodes.includes(h);
       const need = [
         `[ -x ${shQuote(inv.nodePath)} ] || echo "node (${inv.nodePath})"`,
@@ -143,7 +148,7 @@ function dnsPortCheck(h: Host): string {
   ].join('\n');
 }
 
-async function makePki(inv: Inventory, repoRoot: string, pkiDir: string): Promise<void> {
+export async function makePki(inv: Inventory, repoRoot: string, pkiDir: string): Promise<void> {
   const args = [pkiDir, ...inv.nodes.flatMap((n) => ['--node', n.name]), ...serverSans(inv)];
   try {
     await run(join(repoRoot, 'scripts', 'pki'), args);
@@ -154,7 +159,11 @@ async function makePki(inv: Inventory, repoRoot: string, pkiDir: string): Promis
 }
 
 /** Writes each host's files under workDir/hosts/NAME/fs, laid out as they go onto the host's "/". */
-async function stage(plans: HostPlan[], pkiDir: string, workDir: string): Promise<Map<string, string>> {
+export async function stage(
+  plans: HostPlan[],
+  pkiDir: string,
+  workDir: string,
+): Promise<Map<string, string>> {
   const roots = new Map<string, string>();
   for (const plan of plans) {
     const fs = join(workDir, 'hosts', plan.host.name, 'fs');
@@ -188,7 +197,7 @@ export async function writeAdminKubeconfig(inv: Inventory, workDir: string): Pro
 }
 
 /** Units of a phase on every host, in parallel; in direct mode from the staged unit and env files. */
-async function startUnits(
+export async function startUnits(
   opts: InstallOptions,
   plans: HostPlan[],
   staged: Map<string, string>,
@@ -242,37 +251,14 @@ export async function unitProblems(inv: Inventory, plans: HostPlan[], mode: Inst
   return reports.filter(Boolean).join('\n');
 }
 
-/** Each host routes every other node's pod subnet through that node's address. */
-export async function syncRoutes(inv: Inventory, nodes: NodeView[]): Promise<void> {
-  const byName = new Map(nodes.map((n) => [n.name, n]));
-  await Promise.all(
-    allHosts(inv).map(async (h) => {
-      const routes = inv.nodes
-        .filter((n) => n.name !== h.name)
-        .map((n) => {
-          const cidr = byName.get(n.name)?.podCidr;
-          if (!cidr) throw new Error(`node ${n.name} has no spec.podCIDR yet`);
-          return `ip route replace ${shQuote(cidr)} via ${shQuote(n.address)}`;
-        });
-      if (routes.length > 0) await runSshChecked(h, 'adding pod routes', routes.join('\n'), sshOptions(inv));
-    }),
-  );
-}
-
-export async function install(opts: InstallOptions): Promise<InstallResult> {
+/** The Kubit tree (kubit.copyFrom) and each host's staged files, onto the hosts. */
+export async function copyToHosts(
+  opts: InstallOptions,
+  plans: HostPlan[],
+  staged: Map<string, string>,
+): Promise<void> {
   const inv = opts.inventory;
   const ssh = sshOptions(inv);
-  opts.say(`checking ${allHosts(inv).length} hosts over ssh`);
-  await checkHosts(inv, opts.mode);
-
-  const pkiDir = join(opts.workDir, 'pki');
-  await mkdir(opts.workDir, { recursive: true });
-  await makePki(inv, opts.repoRoot, pkiDir);
-  const adminKubeconfig = await writeAdminKubeconfig(inv, opts.workDir);
-  const plans = planCluster(inv, await loadTemplates(opts.repoRoot));
-  const staged = await stage(plans, pkiDir, opts.workDir);
-  opts.say(`PKI and host files ready in ${opts.workDir}`);
-
   await Promise.all(
     plans.map(async (plan) => {
       if (inv.kubitCopyFrom) {
@@ -288,14 +274,67 @@ export async function install(opts: InstallOptions): Promise<InstallResult> {
       }
     }),
   );
+}
+
+/** A wait's failure, with what is not running on the hosts of `plans` and why. */
+export function explainer(
+  inv: Inventory,
+  plans: HostPlan[],
+  mode: InstallMode,
+): (err: unknown) => Promise<never> {
+  return async (err) => {
+    const problems = await unitProblems(inv, plans, mode);
+    throw new Error(`${(err as Error).message}${problems ? `\n${problems}` : ''}`);
+  };
+}
+
+/**
+ * Each control-plane host routes every node's pod subnet through that node's address (the
+ * apiserver reaches webhooks and pods there). Node hosts need none of this: their kubit-net
+ * keeps their routes (or VXLAN) to the other nodes, and keeps them across reboots. A node that
+ * is not on the control-plane host's own segment cannot be a next hop: that is said, and left.
+ */
+export async function syncRoutes(
+  inv: Inventory,
+  nodes: NodeView[],
+  say: (line: string) => void = () => {},
+): Promise<void> {
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  await Promise.all(
+    inv.controlPlane
+      .filter((h) => !inv.nodes.some((n) => n.name === h.name))
+      .map(async (h) => {
+        const routes = inv.nodes.map((n) => {
+          const cidr = byName.get(n.name)?.podCidr;
+          if (!cidr) throw new Error(`node ${n.name} has no spec.podCIDR yet`);
+          const [c, via] = [shQuote(cidr), shQuote(n.address)];
+          return `if ip -o route get ${via} | grep -q ' via '; then echo "${n.name} (${n.address}) is not on this host's segment: its pod subnet ${cidr} is not routed from here"; else ip route replace ${c} via ${via}; fi`;
+        });
+        const out = await runSshChecked(h, 'adding pod routes', routes.join('\n'), sshOptions(inv));
+        for (const line of out.trim().split('\n').filter(Boolean)) say(`${h.name}: ${line}`);
+      }),
+  );
+}
+
+export async function install(opts: InstallOptions): Promise<InstallResult> {
+  const inv = opts.inventory;
+  opts.say(`checking ${allHosts(inv).length} hosts over ssh`);
+  await checkHosts(inv, opts.mode);
+
+  const pkiDir = join(opts.workDir, 'pki');
+  await mkdir(opts.workDir, { recursive: true });
+  await makePki(inv, opts.repoRoot, pkiDir);
+  const adminKubeconfig = await writeAdminKubeconfig(inv, opts.workDir);
+  const plans = planCluster(inv, await loadTemplates(opts.repoRoot));
+  const staged = await stage(plans, pkiDir, opts.workDir);
+  opts.say(`PKI and host files ready in ${opts.workDir}`);
+
+  await copyToHosts(opts, plans, staged);
   opts.say(`copied certificates, configs and units to every host (${opts.mode} mode)`);
 
   const deadline = Date.now() + opts.timeoutMs;
   const left = () => Math.max(1000, deadline - Date.now());
-  const explain = async (err: unknown): Promise<never> => {
-    const problems = await unitProblems(inv, plans, opts.mode);
-    throw new Error(`${(err as Error).message}${problems ? `\n${problems}` : ''}`);
-  };
+  const explain = explainer(inv, plans, opts.mode);
 
   // Direct mode has no systemd to restart a daemon whose dependency is not up
   // yet, so it starts them in dependency order; systemd mode starts all at once.
@@ -337,9 +376,10 @@ export async function install(opts: InstallOptions): Promise<InstallResult> {
     },
     { timeoutMs: left(), intervalMs: 200 },
   ).catch(explain);
-  opts.say('nodes registered; adding the routes between pod subnets');
-  await syncRoutes(inv, nodes);
-  opts.say(`pod routes: ${nodes.map((n) => `${n.podCidr} via ${n.name}`).join(', ')}`);
+  opts.say(
+    `nodes registered (${nodes.map((n) => `${n.name} ${n.podCidr}`).join(', ')}); kubit-net on each node routes between them (${inv.overlayMode})`,
+  );
+  await syncRoutes(inv, nodes, opts.say);
   await waitUntil(
     `nodes ${wanted.join(', ')} to be Ready`,
     async () => {
@@ -353,31 +393,30 @@ export async function install(opts: InstallOptions): Promise<InstallResult> {
 
 /** Stops the cluster's daemons on every host: by PID file (direct) or systemctl disable --now. */
 export async function uninstall(opts: Omit<InstallOptions, 'timeoutMs'>): Promise<void> {
-  const inv = opts.inventory;
-  const plans = planCluster(inv, await loadTemplates(opts.repoRoot));
-  const ssh = sshOptions(inv);
+  const plans = planCluster(opts.inventory, await loadTemplates(opts.repoRoot));
   const errors: string[] = [];
   await Promise.all(
-    plans.map(async (plan) => {
-      // Dependents first: kubelets before their containerd, the apiserver before the store.
-      const units = [...plan.units].reverse();
-      const script =
-        opts.mode === 'direct'
-          ? stopScript(plan.paths, units)
-          : `systemctl disable --now ${units.map((u) => shQuote(u.name)).join(' ')}`;
-      // A node host's kubit-proxy left its nft table behind when it stopped (for a restart to take over).
-      const cleanup = plan.units.some((u) => u.name === 'kubit-proxy.service')
-        ? `\n${proxyCleanupScript(inv)}`
-        : '';
-      try {
-        const out = await runSshChecked(plan.host, 'stopping the daemons', `${script}${cleanup}`, ssh);
-        if (out.trim()) opts.say(`${plan.host.name}: ${out.trim().split('\n').join(', ')}`);
-      } catch (err) {
-        errors.push((err as Error).message);
-      }
-    }),
+    plans.map((plan) => stopHost(opts, plan).catch((err: Error) => errors.push(err.message))),
   );
   if (errors.length > 0) throw new Error(errors.join('\n'));
+}
+
+/** Stops one host's daemons, dependents first, and on a node host removes what they leave in its kernel. */
+export async function stopHost(opts: Omit<InstallOptions, 'timeoutMs'>, plan: HostPlan): Promise<void> {
+  const inv = opts.inventory;
+  // Dependents first: kubelets before their containerd, the apiserver before the store.
+  const units = [...plan.units].reverse();
+  const script =
+    opts.mode === 'direct'
+      ? stopScript(plan.paths, units)
+      : `systemctl disable --now ${units.map((u) => shQuote(u.name)).join(' ')}`;
+  // A node host's kubit-proxy and kubit-net left their nft tables (and kubit-net its routes and
+  // VXLAN device) behind when they stopped, for a restart to take over.
+  const cleanup = plan.units.some((u) => u.name === 'kubit-proxy.service')
+    ? `\n${nodeCleanupScript(inv, plan.host)}`
+    : '';
+  const out = await runSshChecked(plan.host, 'stopping the daemons', `${script}${cleanup}`, sshOptions(inv));
+  if (out.trim()) opts.say(`${plan.host.name}: ${out.trim().split('\n').join(', ')}`);
 }
 
 export { logFile, pidFile };

@@ -32,6 +32,9 @@ export interface ControlPlaneHost extends Host {
   roles: ControlPlaneRole[];
 }
 
+export const OVERLAY_MODES = ['host-gw', 'vxlan', 'auto'] as const;
+export type OverlayMode = (typeof OVERLAY_MODES)[number];
+
 export interface Inventory {
   /** Names the store's cluster token and each node's CNI network. */
   clusterName: string;
@@ -43,6 +46,12 @@ export interface Inventory {
    * so the hosts' network must route them to a node (a route, or ARP).
    */
   loadBalancerRange: string;
+  /**
+   * How the nodes reach each other's pod subnets (kubit-net's --overlay-mode): host-gw
+   * routes (every node on one segment), vxlan, or auto (routes to the nodes on a node's own
+   * segment, VXLAN to the rest), the default.
+   */
+  overlayMode: OverlayMode;
   /** Where the built Kubit repository is (or is copied to) on every host. */
   kubitRoot: string;
   /** A local built tree to copy to kubitRoot on every host; absent: it is installed there already. */
@@ -224,7 +233,11 @@ export function parseInventory(text: string, source: string, baseDir: string): I
   const top = Fields.of(source, '', doc);
   top.only(['cluster', 'kubit', 'registry', 'ssh', 'prefix', 'controlPlane', 'nodes']);
   const cluster = top.sub('cluster');
-  cluster.only(['name', 'clusterCidr', 'loadBalancerRange']);
+  cluster.only(['name', 'clusterCidr', 'loadBalancerRange', 'overlayMode']);
+  const overlayMode = cluster.string('overlayMode', 'auto');
+  if (!(OVERLAY_MODES as readonly string[]).includes(overlayMode)) {
+    cluster.fail('overlayMode', `"${overlayMode}" is not one of ${OVERLAY_MODES.join(', ')}`);
+  }
   const clusterName = cluster.string('name', 'kubit');
   if (!NAME.test(clusterName) || clusterName.length > 20) {
     cluster.fail('name', `"${clusterName}" must be a lowercase DNS label of at most 20 characters`);
@@ -285,6 +298,7 @@ export function parseInventory(text: string, source: string, baseDir: string): I
     clusterName,
     clusterCidr: cidr(cluster, 'clusterCidr', '10.244.0.0/16'),
     loadBalancerRange: addressRange(cluster, 'loadBalancerRange', `${lan}.200-${lan}.250`),
+    overlayMode: overlayMode as OverlayMode,
     kubitRoot,
     ...(kubitCopyFrom ? { kubitCopyFrom } : {}),
     kubitRun: kubitRun as Inventory['kubitRun'],

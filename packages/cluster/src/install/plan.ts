@@ -24,6 +24,7 @@ export const PORTS = {
   dns: 53,
   dnsHealth: 8080,
   dnsMetrics: 9153,
+  netHealthz: 10263,
 } as const;
 
 /**
@@ -148,17 +149,26 @@ function daemon(inv: Inventory, pkg: string, name: string, flags: string[]): Com
 }
 
 /**
- * The script that removes kubit-proxy's nft table on a node host (`kubit-proxy
- * --cleanup` in the host's own network namespace, which is the ssh session's):
- * a stopped proxy leaves its rules in the kernel for the next start to take
- * over, so `down` removes them.
+ * The script that removes what a node host's kubit-proxy and kubit-net leave in the kernel
+ * (`--cleanup` in the host's own network namespace, which is the ssh session's): a stopped
+ * daemon leaves its nft tables, routes and VXLAN device for the next start to take over, so
+ * `down` removes them.
  */
-export function proxyCleanupScript(inv: Inventory): string {
-  const entry =
+export function nodeCleanupScript(inv: Inventory, h: Host): string {
+  const entry = (pkg: string) =>
     inv.kubitRun === 'source'
-      ? ['--conditions=kubit-source', '--import', 'tsx', `${inv.kubitRoot}/packages/proxy/src/main.ts`]
-      : [`${inv.kubitRoot}/packages/proxy/dist/src/main.js`];
-  return `cd ${shQuote(inv.kubitRoot)} && ${[inv.nodePath, ...entry, '--cleanup'].map(shQuote).join(' ')}\n`;
+      ? ['--conditions=kubit-source', '--import', 'tsx', `${inv.kubitRoot}/packages/${pkg}/src/main.ts`]
+      : [`${inv.kubitRoot}/packages/${pkg}/dist/src/main.js`];
+  const p = hostPaths(h);
+  const proxy = [inv.nodePath, ...entry('proxy'), '--cleanup'];
+  const net = [
+    inv.nodePath,
+    ...entry('net'),
+    `--kubeconfig=${p.kubeconfigs}/kubit-net.kubeconfig`,
+    `--hostname-override=${h.name}`,
+    '--cleanup',
+  ];
+  return `cd ${shQuote(inv.kubitRoot)} && ${proxy.map(shQuote).join(' ')}\n${net.map(shQuote).join(' ')}\n`;
 }
 
 function commandsFor(inv: Inventory, h: Host, p: HostPaths): [UnitRef, Command][] {
@@ -317,6 +327,18 @@ function commandsFor(inv: Inventory, h: Host, p: HostPaths): [UnitRef, Command][
         `--metrics-bind-address=127.0.0.1:${PORTS.proxyMetrics}`,
       ]),
     ]);
+    // kubit-net: this host's routes or VXLAN to the other nodes' pod subnets, and the
+    // NetworkPolicy rules of its pods, in the host's own network namespace.
+    out.push([
+      unit('kubit-net@.service', h.name),
+      daemon(inv, 'net', `kubit-net-${h.name}`, [
+        `--kubeconfig=${p.kubeconfigs}/kubit-net.kubeconfig`,
+        `--hostname-override=${h.name}`,
+        `--overlay-mode=${inv.overlayMode}`,
+        `--underlay-address=${a}`,
+        `--healthz-bind-address=${a}:${PORTS.netHealthz}`,
+      ]),
+    ]);
     if (dnsHosts(inv).some((n) => n.name === h.name)) {
       // On the host's address only: a local resolver on 127.0.0.53:53 (systemd-resolved) does not collide.
       out.push([
@@ -407,6 +429,8 @@ export function planHost(inv: Inventory, h: Host, templates: Templates): HostPla
     kubeconfig('kubelet.kubeconfig', `kubelet-${h.name}`, `system:node:${h.name}`);
     cert('kube-proxy');
     kubeconfig('kube-proxy.kubeconfig', 'kube-proxy', 'system:kube-proxy');
+    cert('kubit-net');
+    kubeconfig('kubit-net.kubeconfig', 'kubit-net', 'system:kubit-net');
     if (dnsHosts(inv).some((n) => n.name === h.name)) {
       cert('kubit-dns');
       kubeconfig('kubit-dns.kubeconfig', 'kubit-dns', 'system:kubit-dns');

@@ -32,6 +32,8 @@ export interface NetworkPolicyAgentOptions {
   nodeName: string;
   /** This node's pod subnet; a pod in it counts as local before its nodeName is seen. */
   podCIDR?: string;
+  /** Its nft table (default netpolTableName(nodeName)): --nft-table. */
+  table?: string;
   log: Logger;
   /** How nft is run (default: `nft` in this network namespace). */
   nft?: NftRunner;
@@ -103,7 +105,7 @@ export function runNetworkPolicyAgent(o: NetworkPolicyAgentOptions): NetworkPoli
         policies.store.list() as NetworkPolicy[],
         pods.store.list() as Pod[],
         namespaces.store.list() as Namespace[],
-        { name: o.nodeName, podCIDR: o.podCIDR },
+        { name: o.nodeName, podCIDR: o.podCIDR, table: o.table },
       );
       for (const s of next.skipped) log.warn(s, 'netpol: policy left out');
       if (readKernel) applied = await readNetpolTable(nft, next.table);

@@ -46,6 +46,8 @@ export interface NetpolNode {
   name: string;
   /** This node's pod subnet: a pod whose IP is in it is local even before its nodeName is known here. */
   podCIDR?: string;
+  /** Its nft table (default netpolTableName(name)). */
+  table?: string;
 }
 
 const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
@@ -270,9 +272,12 @@ function planDirection(
   rs.chains.set(chain, { rules: texts });
 }
 
-export function emptyNetpolRuleset(nodeName: string): NetpolRuleset {
+export function emptyNetpolRuleset(
+  nodeName: string,
+  table: string = netpolTableName(nodeName),
+): NetpolRuleset {
   return {
-    table: netpolTableName(nodeName),
+    table,
     chains: new Map(),
     sets: new Map(),
     maps: new Map(),
@@ -287,7 +292,7 @@ export function planPolicies(
   namespaces: readonly Namespace[],
   node: NetpolNode,
 ): NetpolRuleset {
-  const rs = emptyNetpolRuleset(node.name);
+  const rs = emptyNetpolRuleset(node.name, node.table);
   const all = networkPods(pods);
   const localCidr = node.podCIDR ? cidrRange(node.podCIDR) : undefined;
   const local = all.filter((p) => isLocal(p, node, localCidr));

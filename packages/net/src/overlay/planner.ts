@@ -265,6 +265,13 @@ export function planOverlay(input: PlanInput): OverlayPlan {
       });
       continue;
     }
+    // A peer at one of this host's own addresses shares its network namespace (the
+    // one-machine cluster, whose nodes all report 127.0.0.1): its bridge, once its first
+    // pod makes it, is connected here, and there is nothing to route.
+    if (input.hostAddresses.some((a) => a.local === addr)) {
+      skip('underlay address is this host’s own (one network namespace)');
+      continue;
+    }
     const direct = directlyConnected(addr, foreign);
     const useHostGw = config.mode === 'host-gw' || (config.mode === 'auto' && direct);
     if (useHostGw) {
