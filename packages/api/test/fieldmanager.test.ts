@@ -223,6 +223,22 @@ describe('the field set of an object', () => {
   });
 });
 
+describe('a null list or map (Go nil)', () => {
+  it('is an empty one: its items are added, it is not', () => {
+    const c = compareObjects(
+      { spec: { template: { spec: { containers: null } } } },
+      { spec: { template: { spec: { containers: [{ name: 'c', image: 'i' }] } } } },
+      deployment,
+    );
+    assert.deepEqual(c.added.paths().map(pathString), [
+      '.spec.template.spec.containers[name="c"]',
+      '.spec.template.spec.containers[name="c"].image',
+      '.spec.template.spec.containers[name="c"].name',
+    ]);
+    assert.ok(c.modified.empty());
+  });
+});
+
 describe('applying a configuration', () => {
   const containers = (o: unknown) =>
     (

@@ -131,8 +131,12 @@ export function isSameComparison(c: Comparison): boolean {
 }
 
 function walkCompare(l: unknown, r: unknown, shape: Shape, path: PathElement[], c: Comparison): void {
-  const nl = l === undefined ? undefined : nodeOf(shape, l);
-  const nr = r === undefined ? undefined : nodeOf(shape, r);
+  let nl = l === undefined ? undefined : nodeOf(shape, l);
+  let nr = r === undefined ? undefined : nodeOf(shape, r);
+  // A null map or list (Go's nil, serialized) is an empty one: what is added to it is
+  // added, the field itself is not.
+  if (l === null && nr && nr.k !== 'leaf') nl = nr;
+  if (r === null && nl && nl.k !== 'leaf') nr = nl;
   const node = nl ?? nr;
   // A leaf, or a value whose kind changed (an object became a string): one change, here.
   if (!node || node.k === 'leaf' || (nl && nr && nl.k !== nr.k)) {
