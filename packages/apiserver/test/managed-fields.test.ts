@@ -332,3 +332,88 @@ describe('server-side apply', () => {
     );
   });
 });
+
+describe('server-side apply of a custom resource', () => {
+  const CRD = {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: 'gadgets.ssa.example.com' },
+    spec: {
+      group: 'ssa.example.com',
+      scope: 'Namespaced',
+      names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                spec: {
+                  type: 'object',
+                  properties: {
+                    ports: {
+                      type: 'array',
+                      'x-kubernetes-list-type': 'map',
+                      'x-kubernetes-list-map-keys': ['name'],
+                      items: {
+                        type: 'object',
+                        required: ['name'],
+                        properties: { name: { type: 'string' }, port: { type: 'integer' } },
+                      },
+                    },
+                    tags: { type: 'array', items: { type: 'string' } },
+                  },
+                },
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+  const path = '/apis/ssa.example.com/v1/namespaces/default/gadgets/g';
+  const gadget = (spec: Record<string, unknown>) =>
+    JSON.stringify({ apiVersion: 'ssa.example.com/v1', kind: 'Gadget', metadata: { name: 'g' }, spec });
+  const apply = (mgr: string, spec: Record<string, unknown>) =>
+    api.req('PATCH', `${path}?fieldManager=${mgr}`, gadget(spec), {
+      'Content-Type': 'application/apply-patch+yaml',
+    });
+
+  before(async () => {
+    const r = await api.req('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', CRD);
+    assert.equal(r.status, 201, r.text);
+    for (let i = 0; i < 100; i++) {
+      if ((await api.req('GET', '/apis/ssa.example.com/v1/namespaces/default/gadgets')).status === 200)
+        return;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.fail('the CRD was not served');
+  });
+
+  it('merges a list-type map by key, replaces an atomic list, and removes only its own items', async () => {
+    assert.equal((await apply('a', { ports: [{ name: 'http', port: 80 }], tags: ['x'] })).status, 201);
+    let r = await apply('b', { ports: [{ name: 'https', port: 443 }] });
+    assert.equal(r.status, 200, r.text);
+    type G = { spec: { ports: { name: string }[]; tags?: string[] } };
+    assert.deepEqual(
+      (r.body as G).spec.ports.map((p) => p.name),
+      ['http', 'https'],
+    );
+    const list = await managed(path);
+    assert.deepEqual(entry(list, 'b', 'Apply').fieldsV1, {
+      'f:spec': { 'f:ports': { 'k:{"name":"https"}': { '.': {}, 'f:name': {}, 'f:port': {} } } },
+    });
+    r = await apply('a', { tags: ['y'] });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual((r.body as G).spec, { ports: [{ name: 'https', port: 443 }], tags: ['y'] });
+    const c = await apply('b', { ports: [{ name: 'https', port: 443 }], tags: ['z'] });
+    assert.equal(c.status, 409, c.text);
+    assert.equal(
+      (c.body as { message: string }).message,
+      'Apply failed with 1 conflict: conflict with "a": .spec.tags',
+    );
+  });
+});
