@@ -17,6 +17,11 @@ import { DEDUCED, type Shape } from './shape.js';
 
 type Obj = Record<string, unknown>;
 
+function isEmpty(o: Obj): boolean {
+  for (const _ in o) return false;
+  return true;
+}
+
 function isObj(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -95,19 +100,23 @@ function walkSet(v: unknown, shape: Shape, path: PathElement[], set: PathSet): v
     set.insert(path);
     return;
   }
+  // One path array for the whole walk, pushed and popped: insert copies nothing of it.
   if (node.k === 'list') {
     (v as unknown[]).forEach((item, i) => {
-      const p = [...path, node.element(item, i)];
-      walkSet(item, node.items, p, set);
-      set.insert(p);
+      path.push(node.element(item, i));
+      walkSet(item, node.items, path, set);
+      set.insert(path);
+      path.pop();
     });
     return;
   }
-  for (const [k, child] of Object.entries(v as Obj)) {
+  for (const k in v as Obj) {
+    const child = (v as Obj)[k];
     const c = node.child(k) ?? deducedChild();
-    const p = [...path, fieldElement(k)];
-    walkSet(child, c.shape, p, set);
-    if (child === null || (isObj(child) && Object.keys(child).length === 0) || !c.declared) set.insert(p);
+    path.push(fieldElement(k));
+    walkSet(child, c.shape, path, set);
+    if (child === null || !c.declared || (isObj(child) && isEmpty(child))) set.insert(path);
+    path.pop();
   }
 }
 
@@ -146,10 +155,11 @@ function walkCompare(l: unknown, r: unknown, shape: Shape, path: PathElement[], 
     return;
   }
   const visit = (pe: PathElement, lc: unknown, rc: unknown, s: Shape) => {
-    const p = [...path, pe];
-    walkCompare(lc, rc, s, p, c);
-    if (lc === undefined) c.added.insert(p);
-    else if (rc === undefined) c.removed.insert(p);
+    path.push(pe);
+    walkCompare(lc, rc, s, path, c);
+    if (lc === undefined) c.added.insert(path);
+    else if (rc === undefined) c.removed.insert(path);
+    path.pop();
   };
   if (node.k === 'list') {
     const li = Array.isArray(l) ? indexList(l, node.element) : new Map<PathElement, unknown>();
