@@ -68,6 +68,8 @@ interface Row {
   p99n: number;
   target: string;
   note: string;
+  /** Requests answered, for the apiserver's CPU per request. */
+  ops?: number;
 }
 
 /** `clients` closed loops of creates for `seconds`. */
@@ -101,6 +103,7 @@ async function createsClosedLoop(client: KubeClient, clients: number, seconds: n
     p99n: percentile(s, 99),
     target: '',
     note: errors ? `${errors} errors (${firstError.slice(0, 80)})` : `${lat.length} creates`,
+    ops: lat.length,
   };
 }
 
@@ -182,6 +185,7 @@ async function patches(client: KubeClient, names: string[], clients: number, sec
     p99n: percentile(s, 99),
     target: '',
     note: errors ? `${errors} errors (${firstError.slice(0, 80)})` : `${lat.length} patches`,
+    ops: lat.length,
   };
 }
 
@@ -508,6 +512,18 @@ interface Flags {
   only: string;
 }
 
+/**
+ * The row with the apiserver's CPU (utime+stime) per request in its note: unlike
+ * rates and latencies, it holds on a host busy with other work.
+ */
+async function withCpu(pid: number, measure: () => Promise<Row>): Promise<Row> {
+  const cpu0 = cpuMs(pid);
+  const row = await measure();
+  const cpu = cpuMs(pid) - cpu0;
+  if (row.ops) row.note += `; apiserver ${(cpu / row.ops).toFixed(2)} CPU ms each`;
+  return row;
+}
+
 /** Every measurement on one control plane over `program`; stops it before returning. */
 async function measureOn(
   program: StoreProgram,
@@ -532,7 +548,7 @@ async function measureOn(
     if (wants('creates')) {
       for (const c of [1, 16, 64]) {
         progress(`creates with ${c} clients for ${flags.seconds} s`);
-        rows.push(await createsClosedLoop(client, c, flags.seconds));
+        rows.push(await withCpu(apiserverPid, () => createsClosedLoop(client, c, flags.seconds)));
       }
       const pacedSeconds = Math.max(flags.seconds, 10);
       progress(`creates paced at 100/s for ${pacedSeconds} s`);
@@ -542,7 +558,7 @@ async function measureOn(
       const existing = await client.list<Pod>(resources.pods, { namespace: NS, resourceVersion: '0' });
       const names = existing.items.slice(0, 16).map((p) => p.metadata?.name ?? '');
       progress(`merge patches with 16 clients for ${flags.seconds} s`);
-      rows.push(await patches(client, names, 16, flags.seconds));
+      rows.push(await withCpu(apiserverPid, () => patches(client, names, 16, flags.seconds)));
     }
     if (wants('gets')) {
       const existing = await client.list<Pod>(resources.pods, { namespace: NS, resourceVersion: '0' });
