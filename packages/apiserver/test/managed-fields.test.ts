@@ -5,6 +5,7 @@
 // associative list.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
 import { type ControlPlane, startControlPlane } from '@kubit/testkit';
 import { Api, kubectl } from './helpers.js';
 
@@ -415,5 +416,55 @@ describe('server-side apply of a custom resource', () => {
       (c.body as { message: string }).message,
       'Apply failed with 1 conflict: conflict with "a": .spec.tags',
     );
+  });
+});
+
+describe('@kubernetes/client-node and the other subresources', () => {
+  it('applies server-side through KubernetesObjectApi, and a conflict is its 409', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(cp.kubeconfigPath);
+    const client = KubernetesObjectApi.makeApiClient(kc);
+    const spec = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'node-client', namespace: 'default' },
+      data: { k: 'v' },
+    };
+    const made = await client.patch(
+      spec,
+      undefined,
+      undefined,
+      'node-app',
+      false,
+      PatchStrategy.ServerSideApply,
+    );
+    assert.equal(made.metadata?.managedFields?.[0]?.manager, 'node-app');
+    assert.equal(made.metadata?.managedFields?.[0]?.operation, 'Apply');
+    await assert.rejects(
+      client.patch(
+        { ...spec, data: { k: 'other' } },
+        undefined,
+        undefined,
+        'second-app',
+        false,
+        PatchStrategy.ServerSideApply,
+      ),
+      (err: { code?: number }) => err.code === 409,
+    );
+  });
+
+  it('a status write is recorded with its subresource, and the watch cache lists the entries', async () => {
+    const p = '/apis/apps/v1/namespaces/default/deployments/web/status?fieldManager=status-writer';
+    const r = await api.patch(p, { status: { observedGeneration: 7 } });
+    assert.equal(r.status, 200, r.text);
+    const e = (await managed('/apis/apps/v1/namespaces/default/deployments/web')).find(
+      (x) => x.manager === 'status-writer',
+    );
+    assert.equal(e?.subresource, 'status');
+    assert.deepEqual(e?.fieldsV1, { 'f:status': { 'f:observedGeneration': {} } });
+    const cached = await api.req('GET', '/apis/apps/v1/namespaces/default/deployments?resourceVersion=0');
+    const items = (cached.body as { items: { metadata: { name: string; managedFields?: Entry[] } }[] }).items;
+    const web = items.find((i) => i.metadata.name === 'web');
+    assert.ok(web?.metadata.managedFields?.some((x) => x.manager === 'status-writer'));
   });
 });
