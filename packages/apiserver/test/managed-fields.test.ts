@@ -166,6 +166,18 @@ describe('managedFields of Update writes', () => {
     const clear = await api.patch(path, { metadata: { managedFields: [{}] } });
     assert.equal(clear.status, 200, clear.text);
     assert.deepEqual(await managed(path), []);
+    // `[]` clears too, and the write's own change is still recorded.
+    await api.patch(`${path}?fieldManager=before`, { data: { k: 'v3' } });
+    const reset = await api.patch(`${path}?fieldManager=resetter`, {
+      metadata: { managedFields: [] },
+      data: { k2: 'x' },
+    });
+    assert.equal(reset.status, 200, reset.text);
+    const left = await managed(path);
+    assert.deepEqual(
+      left.map((e) => [e.manager, e.fieldsV1]),
+      [['resetter', { 'f:data': { 'f:k2': {} } }]],
+    );
   });
 
   it('keeps at most ten Update managers, the oldest merged into ancient-changes', async () => {
@@ -430,14 +442,14 @@ describe('@kubernetes/client-node and the other subresources', () => {
       metadata: { name: 'node-client', namespace: 'default' },
       data: { k: 'v' },
     };
-    const made = await client.patch(
+    const made = (await client.patch(
       spec,
       undefined,
       undefined,
       'node-app',
       false,
       PatchStrategy.ServerSideApply,
-    );
+    )) as { metadata?: { managedFields?: { manager?: string; operation?: string }[] } };
     assert.equal(made.metadata?.managedFields?.[0]?.manager, 'node-app');
     assert.equal(made.metadata?.managedFields?.[0]?.operation, 'Apply');
     await assert.rejects(

@@ -122,7 +122,8 @@ function store(next: KObject, managed: Managed): void {
 /**
  * Records an Update by `who` on `next` (its metadata.managedFields), from `live`, the
  * stored object (undefined for a create). Managed fields the client sent are the base
- * when they decode; `[{}]` clears them; garbage or none keeps the live ones.
+ * when they decode; `[]` or `[{}]` clears them (this write's own fields are still
+ * recorded); garbage or none keeps the live ones.
  */
 export function recordUpdate(
   def: KindDef,
@@ -133,12 +134,10 @@ export function recordUpdate(
 ): void {
   next.metadata ??= {};
   const sent = next.metadata.managedFields;
-  if (isResetRequest(sent)) {
-    delete next.metadata.managedFields;
-    return;
-  }
   let managed: Managed | undefined;
-  if (sent !== undefined && who.subresource === '') {
+  // A subresource's body never sets managed fields (Kubernetes ignores them there).
+  if (who.subresource === '' && isResetRequest(sent)) managed = new Map();
+  else if (sent !== undefined && who.subresource === '') {
     try {
       managed = decodeManaged(sent);
     } catch {

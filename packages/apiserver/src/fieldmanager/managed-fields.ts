@@ -84,9 +84,10 @@ export function decodeManaged(list: unknown): Managed {
   return m;
 }
 
-/** Whether a client asked to clear managedFields: a list of only empty entries (`[{}]`), as Kubernetes reads it. */
+/** Whether a client asked to clear managedFields: an empty list, or one empty entry (`[{}]`), as Kubernetes reads it. */
 export function isResetRequest(list: unknown): boolean {
-  return Array.isArray(list) && list.length > 0 && list.every((e) => isObj(e) && Object.keys(e).length === 0);
+  if (!Array.isArray(list)) return false;
+  return list.length === 0 || (list.length === 1 && isObj(list[0]) && Object.keys(list[0]).length === 0);
 }
 
 /** The list to store: entries in Kubernetes' order (Apply before Update, then by time, manager, apiVersion, subresource). */
