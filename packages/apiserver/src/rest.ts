@@ -608,6 +608,9 @@ export class Rest {
         throw badRequest('PATCH, application/apply-patch+yaml requires fieldManager to be set');
       }
       const config = decodeObject(def, patch, fv, ctx.warnings);
+      // Who owns what is the server's to say; an applied configuration does not carry it.
+      if (config.metadata?.managedFields !== undefined)
+        throw badRequest('metadata.managedFields must be nil');
       const who = this.writer(def, ri, ctx, 'PatchOptions');
       const exists = await this.store.get(this.key(def, ri.namespace, ri.name));
       if (!exists && !ri.subresource) return this.create(def, ri, ctx, { force, config });

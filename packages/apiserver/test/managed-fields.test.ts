@@ -268,6 +268,18 @@ describe('server-side apply', () => {
     );
   });
 
+  it('an applied configuration may not carry managedFields', async () => {
+    const body = JSON.parse(cm({ a: '5' }));
+    body.metadata.managedFields = [
+      { manager: 'me', operation: 'Apply', fieldsType: 'FieldsV1', fieldsV1: {} },
+    ];
+    const r = await api.req('PATCH', `${path}?fieldManager=sneaky`, body, {
+      'Content-Type': 'application/apply-patch+yaml',
+    });
+    assert.equal(r.status, 400, r.text);
+    assert.match(r.text, /metadata\.managedFields must be nil/);
+  });
+
   it('a dry run computes the same and stores nothing', async () => {
     const before = await api.req('GET', path);
     const r = await kubectl(cp, ['apply', '--server-side', '--dry-run=server', '-f', '-', '-o', 'json'], {
