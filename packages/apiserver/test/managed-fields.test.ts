@@ -490,5 +490,14 @@ describe('@kubernetes/client-node and the other subresources', () => {
     const items = (cached.body as { items: { metadata: { name: string; managedFields?: Entry[] } }[] }).items;
     const web = items.find((i) => i.metadata.name === 'web');
     assert.ok(web?.metadata.managedFields?.some((x) => x.manager === 'status-writer'));
+    // kubectl get's Table rows carry them in each row's PartialObjectMetadata.
+    const table = await api.req('GET', '/apis/apps/v1/namespaces/default/deployments/web', undefined, {
+      Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io',
+    });
+    const row = (
+      table.body as { rows: { object: { kind: string; metadata: { managedFields?: Entry[] } } }[] }
+    ).rows[0];
+    assert.equal(row.object.kind, 'PartialObjectMetadata');
+    assert.ok(row.object.metadata.managedFields?.some((x) => x.manager === 'kubectl-create'));
   });
 });
