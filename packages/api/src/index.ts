@@ -5,6 +5,7 @@ export * from './cron-schedule.js';
 export * from './defaults.js';
 export * from './duration.js';
 export * from './field-errors.js';
+export * from './fieldmanager/index.js';
 export * from './fields.js';
 export * from './ipv4.js';
 export * from './labels.js';

@@ -90,12 +90,16 @@ function fieldProblems(unknown: string[], scan: FieldScan | undefined): string[]
     .filter((t) => !seen.has(t) && seen.add(t));
 }
 
-/** ObjectMeta's maps and lists that Kubernetes' JSON omits when empty (omitempty). */
-const OMITTED_WHEN_EMPTY = ['labels', 'annotations', 'ownerReferences', 'finalizers', 'managedFields'];
+/**
+ * ObjectMeta's maps and lists that Kubernetes' JSON omits when empty (omitempty).
+ * Not managedFields: an empty list there asks to clear them, and the field manager,
+ * which writes them on every write, drops an empty list itself.
+ */
+const OMITTED_WHEN_EMPTY = ['labels', 'annotations', 'ownerReferences', 'finalizers'];
 
 /**
- * Drops empty labels, annotations, owner references, finalizers and managed
- * fields, as Kubernetes stores them. A patch that removes the last annotation
+ * Drops empty labels, annotations, owner references and finalizers, as
+ * Kubernetes stores them. A patch that removes the last annotation
  * would otherwise leave `annotations: {}`, and `kubectl diff` would show a
  * change where there is none.
  */

@@ -18,6 +18,8 @@ import type { Logger } from '@kubit/daemon';
 import type { AdmissionAttributes } from './admission/webhooks.js';
 import { checkNamespaceForCreate, nodeRestriction } from './admission.js';
 import type { UserInfo } from './authn.js';
+import { applyConfiguration, recordUpdate, type Writer } from './fieldmanager/field-manager.js';
+import { managerOf } from './fieldmanager/manager-name.js';
 import type { KindRegistry } from './kinds/index.js';
 import {
   arr,
@@ -64,6 +66,15 @@ export interface Ctx {
   body: Buffer | undefined;
   contentType: string | undefined;
   warnings: string[];
+  /** The request's User-Agent: the field manager of a write that names none. */
+  userAgent?: string;
+}
+
+/** A server-side apply: whether it takes over other managers' fields. */
+interface ApplyRequest {
+  force: boolean;
+  /** The applied configuration, decoded. */
+  config: KObject;
 }
 
 /** An admission plugin's look at an object about to be created: it may change it or refuse it (throw). */
@@ -308,12 +319,29 @@ export class Rest {
     return decodeObject(def, raw, fv, ctx.warnings, scan);
   }
 
-  async create(def: KindDef, ri: ResourceRequest, ctx: Ctx): Promise<Result> {
-    if (ri.name) throw methodNotSupported(gr(def), 'create');
-    const dryRun = queryDryRun(ctx.query, 'CreateOptions');
+  /** Who a write is recorded under in managedFields. */
+  writer(def: KindDef, ri: ResourceRequest, ctx: Ctx, optionsKind: string): Writer {
+    return {
+      manager: managerOf(queryString(ctx.query, 'fieldManager'), ctx.userAgent, optionsKind),
+      apiVersion: groupVersion(def),
+      subresource: ri.subresource,
+    };
+  }
+
+  async create(def: KindDef, ri: ResourceRequest, ctx: Ctx, apply?: ApplyRequest): Promise<Result> {
+    if (ri.name && !apply) throw methodNotSupported(gr(def), 'create');
+    const dryRun = queryDryRun(ctx.query, apply ? 'PatchOptions' : 'CreateOptions');
     const fv = parseFieldValidation(queryString(ctx.query, 'fieldValidation'));
-    const o = this.decodeForWrite(def, ctx, fv);
+    const who = this.writer(def, ri, ctx, apply ? 'PatchOptions' : 'CreateOptions');
+    const o = apply
+      ? applyConfiguration(def, undefined, apply.config, who, apply.force, nowRfc3339())
+      : this.decodeForWrite(def, ctx, fv);
     const m = o.metadata!;
+    if (apply && m.name !== ri.name) {
+      throw badRequest(
+        `the name of the object (${str(m.name)}) does not match the name on the URL (${ri.name})`,
+      );
+    }
     if (def.namespaced) {
       if (m.namespace !== undefined && m.namespace !== '' && m.namespace !== ri.namespace) {
         throw badRequest(
@@ -333,6 +361,8 @@ export class Rest {
     m.uid = randomUUID();
     def.prepareForCreate?.(o);
     def.defaults?.(o);
+    // Kubernetes records a create's fields once it is decoded and defaulted, before admission.
+    if (!apply) recordUpdate(def, undefined, o, who, nowRfc3339());
     for (const admit of this.createAdmission) await admit(def, o, ri.namespace);
     const review: AdmissionAttributes = {
       def,
@@ -416,10 +446,13 @@ export class Rest {
     ri: ResourceRequest,
     ctx: Ctx,
     change: (current: KObject) => KObject,
+    /** `change` applies a configuration and records its managed fields itself. */
+    applied = false,
   ): Promise<Result> {
     const key = this.key(def, ri.namespace, ri.name);
     const sub = ri.subresource;
     const dryRun = queryDryRun(ctx.query, optionsKindOf(ri.verb));
+    const who = applied ? undefined : this.writer(def, ri, ctx, optionsKindOf(ri.verb));
     // The first attempt starts from a copy of the watch cache's object, saving the
     // store a quorum read: the write is guarded on its revision, so a stale copy
     // costs a failed guard, never a wrong write. Anything decided on the cached copy
@@ -486,6 +519,7 @@ export class Rest {
           next.spec = { ...obj(currentOut.spec), finalizers: fins };
         } else def.prepareForUpdate?.(next, currentOut);
         def.defaults?.(next);
+        if (who) recordUpdate(def, currentOut, next, who, nowRfc3339());
         const review: AdmissionAttributes | undefined = this.webhooks && {
           def,
           subresource: sub,
@@ -569,16 +603,27 @@ export class Rest {
     const format = bodyFormat(ctx.contentType, PATCH_MEDIA_TYPES);
     const patch = parseBody(ctx.body, format);
     if (format === 'apply') {
-      const force = queryString(ctx.query, 'force') === 'true';
-      void force;
+      const force = parseForce(queryString(ctx.query, 'force'));
       if (!queryString(ctx.query, 'fieldManager')) {
         throw badRequest('PATCH, application/apply-patch+yaml requires fieldManager to be set');
       }
+      const config = decodeObject(def, patch, fv, ctx.warnings);
+      // Who owns what is the server's to say; an applied configuration does not carry it.
+      if (config.metadata?.managedFields !== undefined)
+        throw badRequest('metadata.managedFields must be nil');
+      const who = this.writer(def, ri, ctx, 'PatchOptions');
       const exists = await this.store.get(this.key(def, ri.namespace, ri.name));
-      if (!exists) {
-        const body = Buffer.from(JSON.stringify(patch));
-        return this.create(def, { ...ri, name: '' }, { ...ctx, body, contentType: 'application/json' });
-      }
+      if (!exists && !ri.subresource) return this.create(def, ri, ctx, { force, config });
+      return this.updateWith(
+        def,
+        ri,
+        ctx,
+        (current) => applyConfiguration(def, current, structuredClone(config), who, force, nowRfc3339()),
+        true,
+      );
+    }
+    if (queryString(ctx.query, 'force') !== undefined) {
+      throw unprocessablePatchOptions('force: Forbidden: may not be specified for non-apply patch');
     }
     // A merge patch has the object's shape, so its duplicate fields are the object's.
     const mergeLike = format === 'merge' || format === 'strategic';
@@ -737,6 +782,20 @@ function claimLost(claims: Claim[], taken: string[], attempt: number): void {
       new Error(`${taken.join(', ')} taken by other writes ${attempt + 1} times; try again`),
     );
   }
+}
+
+/** The force option of an apply: a boolean. */
+function parseForce(v: string | undefined): boolean {
+  if (v === undefined || v === '' || v === 'false') return false;
+  if (v === 'true') return true;
+  throw badRequest(`force must be true or false, not "${v}"`);
+}
+
+/** A PatchOptions error (422) Kubernetes words as one field error. */
+function unprocessablePatchOptions(detail: string): Error {
+  return invalid({ group: 'meta.k8s.io', kind: 'PatchOptions' }, '', [
+    fieldErrors.forbidden('force', detail.replace(/^force: Forbidden: /, '')),
+  ]);
 }
 
 /** Which options kind names a write's bad options in its 422 (PUT: UpdateOptions, PATCH: PatchOptions). */

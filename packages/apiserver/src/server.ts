@@ -186,6 +186,7 @@ export function createServer(deps: ServerDeps): FastifyInstance {
       body: Buffer.isBuffer(req.body) ? req.body : undefined,
       contentType: req.headers['content-type'],
       warnings: [],
+      userAgent: req.headers['user-agent'],
     };
     const out = responder(req, reply, ctx, metrics);
     if (info.kind === 'resource') return serveResource(info, ctx, accept, out, services);

@@ -7,7 +7,7 @@
 //
 //   node packages/testkit/dist/bench/apiserver.js [--store=kubit-store,etcd]
 //        [--members=3] [--seconds=5] [--list-pods=10000] [--watch-writes=50]
-//        [--bindings=3000] [--only=creates,gets,lists,watches,bindings]
+//        [--bindings=3000] [--only=creates,patches,gets,lists,watches,bindings]
 //
 // The bindings row is the apiserver's side of issue 6: POST pods/<name>/binding
 // from 32 clients with two pod watches open (as the scheduler and bench:scheduler
@@ -68,6 +68,8 @@ interface Row {
   p99n: number;
   target: string;
   note: string;
+  /** Requests answered, for the apiserver's CPU per request. */
+  ops?: number;
 }
 
 /** `clients` closed loops of creates for `seconds`. */
@@ -101,6 +103,7 @@ async function createsClosedLoop(client: KubeClient, clients: number, seconds: n
     p99n: percentile(s, 99),
     target: '',
     note: errors ? `${errors} errors (${firstError.slice(0, 80)})` : `${lat.length} creates`,
+    ops: lat.length,
   };
 }
 
@@ -139,6 +142,50 @@ async function createsPaced(client: KubeClient, rate: number, seconds: number): 
     p99n: p99,
     target: 'p99 ≤ 50 ms',
     note: `${p99 <= 50 ? 'MET' : 'MISSED'}${errors ? `; ${errors} errors` : ''}`,
+  };
+}
+
+/**
+ * `clients` closed loops of merge patches, each client relabelling its own pod (no
+ * write races): the update path, managedFields included.
+ */
+async function patches(client: KubeClient, names: string[], clients: number, seconds: number): Promise<Row> {
+  const lat: number[] = [];
+  let errors = 0;
+  let firstError = '';
+  const start = now();
+  const end = start + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: clients }, async (_, id) => {
+      const name = names[id % names.length];
+      for (let i = 0; now() < end; i++) {
+        const t0 = now();
+        try {
+          await client.patch(
+            resources.pods,
+            name,
+            { metadata: { labels: { round: String(i) } } },
+            { namespace: NS },
+          );
+          lat.push(now() - t0);
+        } catch (err) {
+          errors++;
+          firstError ||= (err as Error).message;
+        }
+      }
+    }),
+  );
+  const elapsed = (now() - start) / 1000;
+  const s = sortedCopy(lat);
+  return {
+    what: `merge patch, ${clients} clients`,
+    rate: `${(lat.length / elapsed).toFixed(0)}/s`,
+    p50: ms(percentile(s, 50)),
+    p99: ms(percentile(s, 99)),
+    p99n: percentile(s, 99),
+    target: '',
+    note: errors ? `${errors} errors (${firstError.slice(0, 80)})` : `${lat.length} patches`,
+    ops: lat.length,
   };
 }
 
@@ -465,6 +512,18 @@ interface Flags {
   only: string;
 }
 
+/**
+ * The row with the apiserver's CPU (utime+stime) per request in its note: unlike
+ * rates and latencies, it holds on a host busy with other work.
+ */
+async function withCpu(pid: number, measure: () => Promise<Row>): Promise<Row> {
+  const cpu0 = cpuMs(pid);
+  const row = await measure();
+  const cpu = cpuMs(pid) - cpu0;
+  if (row.ops) row.note += `; apiserver ${(cpu / row.ops).toFixed(2)} CPU ms each`;
+  return row;
+}
+
 /** Every measurement on one control plane over `program`; stops it before returning. */
 async function measureOn(
   program: StoreProgram,
@@ -489,11 +548,17 @@ async function measureOn(
     if (wants('creates')) {
       for (const c of [1, 16, 64]) {
         progress(`creates with ${c} clients for ${flags.seconds} s`);
-        rows.push(await createsClosedLoop(client, c, flags.seconds));
+        rows.push(await withCpu(apiserverPid, () => createsClosedLoop(client, c, flags.seconds)));
       }
       const pacedSeconds = Math.max(flags.seconds, 10);
       progress(`creates paced at 100/s for ${pacedSeconds} s`);
       rows.push(await createsPaced(client, 100, pacedSeconds));
+    }
+    if (wants('patches')) {
+      const existing = await client.list<Pod>(resources.pods, { namespace: NS, resourceVersion: '0' });
+      const names = existing.items.slice(0, 16).map((p) => p.metadata?.name ?? '');
+      progress(`merge patches with 16 clients for ${flags.seconds} s`);
+      rows.push(await withCpu(apiserverPid, () => patches(client, names, 16, flags.seconds)));
     }
     if (wants('gets')) {
       const existing = await client.list<Pod>(resources.pods, { namespace: NS, resourceVersion: '0' });

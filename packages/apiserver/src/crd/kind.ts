@@ -10,6 +10,7 @@ import {
   validateAgainstSchema,
   validateCelRules,
 } from '@kubit/api';
+import { customResourceShape } from '../fieldmanager/shape.js';
 import { arr, type Column, type KindDef, obj, str } from '../kinds/types.js';
 import { objectMeta, S } from '../model/schema.js';
 import type { KObject } from '../storage.js';
@@ -80,6 +81,7 @@ export function kindOfVersion(crd: KObject, version: Record<string, unknown>): K
     nameRule: 'subdomain',
     storageResource: crdStorageResource(group, plural),
     customResource: true,
+    fieldShape: customResourceShape(schema),
     generation: true,
     subresources: [
       ...(hasStatus ? [statusSubresource] : []),

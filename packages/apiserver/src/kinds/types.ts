@@ -4,7 +4,7 @@
 // strategy, its subresources) are hooks on it, never a test of its name in the
 // generic code.
 import type { ServerResponse } from 'node:http';
-import type { FieldError } from '@kubit/api';
+import type { FieldError, Shape } from '@kubit/api';
 import type { KubeletClientTls } from '../logs.js';
 import type { NameRule } from '../model/names.js';
 import type { Schema } from '../model/schema.js';
@@ -62,6 +62,11 @@ export interface KindDef {
    * rules, since @kubit/api's validators know only the built-in kinds.
    */
   customResource?: boolean;
+  /**
+   * How field management sees this kind's objects (list types and map keys), for
+   * schemas richer than `schema` plus the strategic-merge keys (a CRD's OpenAPI v3).
+   */
+  fieldShape?: Shape;
   /**
    * Drops the fields its schema does not know from a decoded body, in place, and
    * returns their paths (fieldValidation Strict refuses them, Warn reports them).

@@ -242,7 +242,7 @@ export const podSpec = S.obj({
   resources: S.any,
 });
 
-const labelSelector = S.obj({
+export const labelSelector = S.obj({
   matchLabels: strMap,
   matchExpressions: S.list(S.obj({ key: S.str, operator: S.str, values: strList })),
 });
