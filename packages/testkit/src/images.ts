@@ -291,23 +291,28 @@ export async function buildTestImages(): Promise<TestImage[]> {
 /** Copies the images into a registry at `host` ("127.0.0.1:PORT") over plain HTTP. */
 export async function pushTestImages(host: string, images?: TestImage[]): Promise<TestImage[]> {
   const list = images ?? (await buildTestImages());
-  await Promise.all(
-    list.map((img) =>
-      run(
-        'skopeo',
-        [
-          '--insecure-policy',
-          'copy',
-          '--quiet',
-          '--dest-tls-verify=false',
-          `oci:${img.layout}:${img.tag}`,
-          `docker://${host}/${img.repository}:${img.tag}`,
-        ],
-        { maxBuffer: 16 * 1024 * 1024 },
-      ),
-    ),
-  );
+  await Promise.all(list.map((img) => pushTestImage(img, `${host}/${img.repository}:${img.tag}`)));
   return list;
+}
+
+/**
+ * Copies one image to `dest` ("HOST:PORT/REPO:TAG") over plain HTTP, logging in
+ * with `creds` ("USER:PASSWORD") when the registry wants it.
+ */
+export async function pushTestImage(img: TestImage, dest: string, creds?: string): Promise<void> {
+  await run(
+    'skopeo',
+    [
+      '--insecure-policy',
+      'copy',
+      '--quiet',
+      '--dest-tls-verify=false',
+      ...(creds ? ['--dest-creds', creds] : []),
+      `oci:${img.layout}:${img.tag}`,
+      `docker://${dest}`,
+    ],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
 }
 
 /**
