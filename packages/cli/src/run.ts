@@ -44,6 +44,7 @@ export const VERBS = [
   'api-resources',
   'completion',
   'config',
+  'image',
 ] as const;
 
 function addFileOptions(c: Command): Command {
@@ -267,6 +268,29 @@ function buildProgram(
     .argument('<shell>', 'bash|zsh')
     .action(runVerb('completion'));
 
+  const image = program.command('image').description("load images into the cluster's registry, list them");
+  image
+    .command('load')
+    .description(
+      'push IMAGE (from the local Docker or containerd) or ARCHIVE (OCI, docker save) to the cluster',
+    )
+    .argument('<images...>', 'IMAGE or ARCHIVE (a tarball or an OCI layout directory)')
+    .option('--name <name>', 'the name to load a single image under (NAME:TAG)')
+    .option('--registry <host:port>', "the cluster's registry (default: KUBIT_REGISTRY, or the cluster's)")
+    .option(
+      '--containerd-address <path>',
+      "containerd's socket, for images it holds",
+      '/run/containerd/containerd.sock',
+    )
+    .action(runVerb('image load'));
+  image
+    .command('ls')
+    .alias('list')
+    .description("list the images in the cluster's registry")
+    .option('--registry <host:port>', "the cluster's registry (default: KUBIT_REGISTRY, or the cluster's)")
+    .option('--no-headers', "don't print headers")
+    .action(runVerb('image ls'));
+
   const config = program.command('config').description('modify kubeconfig files');
   config
     .command('view')
@@ -329,6 +353,8 @@ async function dispatch(verb: string, f: Factory, args: string[], opts: Opts): P
         const m = await import('./commands/rollout.js');
         return m.rollout(f, verb.slice(8) as (typeof m.ROLLOUT_SUBCOMMANDS)[number], args, opts);
       }
+      if (verb === 'image load') return (await import('./commands/image.js')).imageLoad(f, args, opts);
+      if (verb === 'image ls') return (await import('./commands/image.js')).imageList(f, opts);
       if (verb.startsWith('config '))
         return (await import('./commands/config.js')).config(f, verb.slice(7), args, opts);
       throw new CliError(`unknown verb ${verb}`);

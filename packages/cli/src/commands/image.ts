@@ -1,0 +1,133 @@
+// kubit image load IMAGE|ARCHIVE... and kubit image ls: images into and out of
+// the cluster's registry, which every node's containerd lists first for
+// docker.io, so a loaded `my/app:1` runs with imagePullPolicy IfNotPresent (or
+// Always) without any registry on the internet — kind's `kind load`.
+
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { CliError } from '../errors.js';
+import type { Factory } from '../factory.js';
+import { checkRegistryUp, clusterRegistry, listRegistry } from '../image/cluster-registry.js';
+import { DOCKER_HUB, formatReference, type ImageReference, parseReference } from '../image/reference.js';
+import { archiveImages, localImage, type SourceImage } from '../image/sources.js';
+import { alignColumns } from '../printers/tabwriter.js';
+
+const run = promisify(execFile);
+
+export interface LoadOptions {
+  registry?: string;
+  /** The name to give the image (an archive's own names otherwise). */
+  name?: string;
+  containerdAddress?: string;
+}
+
+/** Where an image named `ref` goes in the registry so that nodes pulling `ref` find it. */
+function registryPath(ref: ImageReference, registry: string): string {
+  if (ref.domain !== DOCKER_HUB && ref.domain !== registry) {
+    throw new CliError(
+      `${formatReference(ref)}: the nodes pull only docker.io names (and ${registry}'s own) from the cluster's registry; ` +
+        `load it under a docker.io name with --name (for example --name ${ref.path.split('/').pop()}:${ref.tag ?? 'latest'})`,
+    );
+  }
+  if (!ref.tag)
+    throw new CliError(`${formatReference(ref)}: give the image a tag to load it under (NAME:TAG)`);
+  return `${ref.path}:${ref.tag}`;
+}
+
+interface Copy {
+  image: SourceImage;
+  target: ImageReference;
+  dest: string;
+}
+
+async function planSources(args: string[], o: LoadOptions, scratch: string): Promise<SourceImage[]> {
+  const images: SourceImage[] = [];
+  for (const arg of args) {
+    if (existsSync(arg)) {
+      images.push(...(await archiveImages(arg)));
+      continue;
+    }
+    let ref: ImageReference;
+    try {
+      ref = parseReference(arg);
+    } catch (e) {
+      throw new CliError(`${(e as Error).message}, and there is no file ${arg}`);
+    }
+    images.push(
+      await localImage(ref, {
+        containerdAddress: o.containerdAddress ?? '/run/containerd/containerd.sock',
+        scratch,
+      }),
+    );
+  }
+  return images;
+}
+
+export async function imageLoad(f: Factory, args: string[], o: LoadOptions): Promise<void> {
+  if (args.length === 0) throw new CliError('kubit image load needs an IMAGE or ARCHIVE');
+  const rename = o.name !== undefined ? parseReference(o.name) : undefined;
+  const registry = await clusterRegistry(f, o.registry);
+  const scratch = await mkdtemp(join(tmpdir(), 'kubit-image-'));
+  try {
+    // Everything is looked at (sources, names, the registry) before the first copy.
+    const sources = await planSources(args, o, scratch);
+    if (rename && sources.length !== 1)
+      throw new CliError(`--name names one image, but ${args.join(' ')} holds ${sources.length}`);
+    const copies: Copy[] = sources.map((image) => {
+      const target = rename ?? image.name;
+      if (!target)
+        throw new CliError(`${image.label} carries no image name: give it one with --name NAME:TAG`);
+      return { image, target, dest: `${registry}/${registryPath(target, registry)}` };
+    });
+    await checkRegistryUp(registry);
+    for (const c of copies) {
+      try {
+        await run(
+          'skopeo',
+          [
+            '--insecure-policy',
+            'copy',
+            '--quiet',
+            '--dest-tls-verify=false',
+            c.image.source,
+            `docker://${c.dest}`,
+          ],
+          { maxBuffer: 16 << 20 },
+        );
+      } catch (e) {
+        const err = e as { code?: string; stderr?: string; message: string };
+        if (err.code === 'ENOENT') throw new CliError('skopeo is not installed (apt-get install skopeo)');
+        throw new CliError(
+          `copying ${c.image.label} to ${c.dest} failed: ${(err.stderr ?? '').trim() || err.message}`,
+        );
+      }
+      f.io.out.write(
+        `Image: "${formatReference(c.target)}" loaded into the cluster's registry ${registry}\n`,
+      );
+    }
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+export async function imageList(f: Factory, o: { registry?: string; headers?: boolean }): Promise<void> {
+  const registry = await clusterRegistry(f, o.registry);
+  await checkRegistryUp(registry);
+  const images = await listRegistry(registry);
+  const rows: string[][] = o.headers === false ? [] : [['IMAGE', 'TAG', 'DIGEST', 'SIZE']];
+  for (const i of images.sort((a, b) => (a.repository + a.tag).localeCompare(b.repository + b.tag))) {
+    rows.push([`${DOCKER_HUB}/${i.repository}`, i.tag, i.digest.slice(0, 19), humanSize(i.size)]);
+  }
+  f.io.out.write(alignColumns(rows));
+}
+
+function humanSize(n: number): string {
+  if (n < 1000) return `${n}B`;
+  if (n < 1000 ** 2) return `${(n / 1000).toFixed(1)}kB`;
+  if (n < 1000 ** 3) return `${(n / 1000 ** 2).toFixed(1)}MB`;
+  return `${(n / 1000 ** 3).toFixed(2)}GB`;
+}
