@@ -276,6 +276,10 @@ function buildProgram(
     )
     .argument('<images...>', 'IMAGE or ARCHIVE (a tarball or an OCI layout directory)')
     .option('--name <name>', 'the name to load a single image under (NAME:TAG)')
+    .option(
+      '--nodes <names>',
+      "import into these nodes' containerd (comma-separated) instead of the registry",
+    )
     .option('--registry <host:port>', "the cluster's registry (default: KUBIT_REGISTRY, or the cluster's)")
     .option(
       '--containerd-address <path>',

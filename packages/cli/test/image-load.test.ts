@@ -198,3 +198,72 @@ test('bad input: not a reference, not an image tarball, registry down, a name no
     ['kubit-test/app', 'kubit-test/oci'],
   );
 });
+
+test("--nodes imports into the named nodes' containerd, not the registry; a pod runs it", async () => {
+  const unnamed = await kubit(
+    ['image', 'load', dockerArchive, '--name', 'kubit-test/direct:3', '--nodes', NODE],
+    {
+      env,
+    },
+  );
+  assert.equal(unnamed.code, 1);
+  assert.match(
+    unnamed.err,
+    /does not name its container runtime \(annotation kubeadm\.alpha\.kubernetes\.io\/cri-socket\)/,
+  );
+  const missing = await kubit(['image', 'load', dockerArchive, '--nodes', 'no-such-node'], { env });
+  assert.match(missing.err, /node "no-such-node" not found/);
+
+  await client.patch(
+    resources.nodes,
+    NODE,
+    { metadata: { annotations: { 'kubeadm.alpha.kubernetes.io/cri-socket': containerd.endpoint } } },
+    { type: 'merge' },
+  );
+  const r = await kubit(['image', 'load', dockerArchive, '--name', 'kubit-test/direct:3', '--nodes', NODE], {
+    env,
+  });
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, new RegExp(`Image: "docker\\.io/kubit-test/direct:3" loaded into node "${NODE}"`));
+  await runPod('loaded-direct', 'kubit-test/direct:3');
+  const tags = await fetch(`http://${registry.host}/v2/kubit-test/direct/tags/list`);
+  assert.equal(tags.status, 404, 'the registry never saw it');
+});
+
+test('an image a local containerd holds, by reference: exported and pushed to the registry', async () => {
+  const r = await kubit(
+    [
+      'image',
+      'load',
+      'kubit-test/direct:3',
+      '--containerd-address',
+      containerd.socket,
+      '--registry',
+      registry.host,
+    ],
+    { env },
+  );
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /Image: "docker\.io\/kubit-test\/direct:3" loaded into the cluster's registry/);
+  const tags = (await (await fetch(`http://${registry.host}/v2/kubit-test/direct/tags/list`)).json()) as {
+    tags: string[];
+  };
+  assert.deepEqual(tags.tags, ['3']);
+  const absent = await kubit(
+    [
+      'image',
+      'load',
+      'kubit-test/absent:1',
+      '--containerd-address',
+      containerd.socket,
+      '--registry',
+      registry.host,
+    ],
+    { env },
+  );
+  assert.equal(absent.code, 1);
+  assert.match(
+    absent.err,
+    /image "docker\.io\/kubit-test\/absent:1" was found neither in the local Docker nor in containerd/,
+  );
+});

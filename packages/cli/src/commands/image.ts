@@ -20,6 +20,8 @@ const run = promisify(execFile);
 
 export interface LoadOptions {
   registry?: string;
+  /** Import into these nodes' containerd instead of pushing to the registry (kind's --nodes). */
+  nodes?: string;
   /** The name to give the image (an archive's own names otherwise). */
   name?: string;
   containerdAddress?: string;
@@ -67,10 +69,86 @@ async function planSources(args: string[], o: LoadOptions, scratch: string): Pro
   return images;
 }
 
+/**
+ * The node's containerd socket, from the annotation kubeadm writes for the same
+ * purpose; it must be on this machine, as `kind load` reaches its nodes' runtimes.
+ */
+export const CRI_SOCKET_ANNOTATION = 'kubeadm.alpha.kubernetes.io/cri-socket';
+
+async function nodeSockets(f: Factory, names: string[]): Promise<Map<string, string>> {
+  const client = await f.client();
+  const out = new Map<string, string>();
+  for (const name of names) {
+    let node: { metadata?: { annotations?: Record<string, string> } };
+    try {
+      node = await client.request({ method: 'GET', path: `/api/v1/nodes/${encodeURIComponent(name)}` });
+    } catch (e) {
+      if ((e as { code?: number }).code === 404) throw new CliError(`node "${name}" not found`);
+      throw e;
+    }
+    const endpoint = node.metadata?.annotations?.[CRI_SOCKET_ANNOTATION];
+    if (!endpoint)
+      throw new CliError(
+        `node "${name}" does not name its container runtime (annotation ${CRI_SOCKET_ANNOTATION}): ` +
+          "load into the cluster's registry instead (without --nodes)",
+      );
+    const socket = endpoint.replace(/^unix:\/\//, '');
+    if (!existsSync(socket))
+      throw new CliError(
+        `node "${name}"'s containerd socket ${socket} is not on this machine: ` +
+          "load into the cluster's registry instead (without --nodes)",
+      );
+    out.set(name, socket);
+  }
+  return out;
+}
+
+async function importIntoNodes(f: Factory, copies: Copy[], sockets: Map<string, string>, scratch: string) {
+  for (const [i, c] of copies.entries()) {
+    const name = formatReference(c.target);
+    // A docker archive carries the full name in RepoTags, which ctr imports as is
+    // (an OCI archive's ref.name would give CRI a second, odd name).
+    const archive = join(scratch, `import-${i}.tar`);
+    await skopeo(c.image.source, `docker-archive:${archive}:${name}`, `${c.image.label} → ${archive}`);
+    for (const [node, socket] of sockets) {
+      try {
+        await run('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'import', archive], {
+          maxBuffer: 16 << 20,
+        });
+      } catch (e) {
+        const err = e as { code?: string; stderr?: string; message: string };
+        if (err.code === 'ENOENT') throw new CliError('ctr is not installed (it comes with containerd)');
+        throw new CliError(
+          `importing ${name} into node "${node}" failed: ${(err.stderr ?? '').trim() || err.message}`,
+        );
+      }
+      f.io.out.write(`Image: "${name}" loaded into node "${node}"\n`);
+    }
+  }
+}
+
+async function skopeo(source: string, dest: string, what: string): Promise<void> {
+  try {
+    await run('skopeo', ['--insecure-policy', 'copy', '--quiet', '--dest-tls-verify=false', source, dest], {
+      maxBuffer: 16 << 20,
+    });
+  } catch (e) {
+    const err = e as { code?: string; stderr?: string; message: string };
+    if (err.code === 'ENOENT') throw new CliError('skopeo is not installed (apt-get install skopeo)');
+    throw new CliError(`copying ${what} failed: ${(err.stderr ?? '').trim() || err.message}`);
+  }
+}
+
 export async function imageLoad(f: Factory, args: string[], o: LoadOptions): Promise<void> {
   if (args.length === 0) throw new CliError('kubit image load needs an IMAGE or ARCHIVE');
   const rename = o.name !== undefined ? parseReference(o.name) : undefined;
-  const registry = await clusterRegistry(f, o.registry);
+  const nodes = o.nodes
+    ?.split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  if (o.nodes !== undefined && !nodes?.length) throw new CliError('--nodes needs at least one node name');
+  const sockets = nodes ? await nodeSockets(f, nodes) : undefined;
+  const registry = sockets ? '' : await clusterRegistry(f, o.registry);
   const scratch = await mkdtemp(join(tmpdir(), 'kubit-image-'));
   try {
     // Everything is looked at (sources, names, the registry) before the first copy.
@@ -81,30 +159,14 @@ export async function imageLoad(f: Factory, args: string[], o: LoadOptions): Pro
       const target = rename ?? image.name;
       if (!target)
         throw new CliError(`${image.label} carries no image name: give it one with --name NAME:TAG`);
-      return { image, target, dest: `${registry}/${registryPath(target, registry)}` };
+      if (!target.tag)
+        throw new CliError(`${formatReference(target)}: give the image a tag to load it under (NAME:TAG)`);
+      return { image, target, dest: sockets ? '' : `${registry}/${registryPath(target, registry)}` };
     });
+    if (sockets) return await importIntoNodes(f, copies, sockets, scratch);
     await checkRegistryUp(registry);
     for (const c of copies) {
-      try {
-        await run(
-          'skopeo',
-          [
-            '--insecure-policy',
-            'copy',
-            '--quiet',
-            '--dest-tls-verify=false',
-            c.image.source,
-            `docker://${c.dest}`,
-          ],
-          { maxBuffer: 16 << 20 },
-        );
-      } catch (e) {
-        const err = e as { code?: string; stderr?: string; message: string };
-        if (err.code === 'ENOENT') throw new CliError('skopeo is not installed (apt-get install skopeo)');
-        throw new CliError(
-          `copying ${c.image.label} to ${c.dest} failed: ${(err.stderr ?? '').trim() || err.message}`,
-        );
-      }
+      await skopeo(c.image.source, `docker://${c.dest}`, `${c.image.label} to ${c.dest}`);
       f.io.out.write(
         `Image: "${formatReference(c.target)}" loaded into the cluster's registry ${registry}\n`,
       );
