@@ -424,10 +424,10 @@ export function planHost(inv: Inventory, h: Host, templates: Templates): HostPla
       }),
     );
     if (inv.registryMirror) {
-      const { path, values } = hostsTomlValues(p.registryConfigDir, inv.registryMirror, {
-        registry: DOCKER_HUB,
-      });
-      text(path, fillTemplate(templates.hostsToml, values));
+      for (const registry of inv.registryMirrorOf ?? [DOCKER_HUB]) {
+        const { path, values } = hostsTomlValues(p.registryConfigDir, inv.registryMirror, { registry });
+        text(path, fillTemplate(templates.hostsToml, values));
+      }
     }
     text(p.cniTemplate, templates.conflist);
   }
