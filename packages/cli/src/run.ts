@@ -290,7 +290,8 @@ function buildProgram(
   image
     .command('ls')
     .alias('list')
-    .description("list the images in the cluster's registry")
+    .description("list the images in the cluster's registry, or in nodes' containerd (--nodes)")
+    .option('--nodes <names>', "list what these nodes' containerd holds (comma-separated)")
     .option('--registry <host:port>', "the cluster's registry (default: KUBIT_REGISTRY, or the cluster's)")
     .option('--no-headers', "don't print headers")
     .action(runVerb('image ls'));

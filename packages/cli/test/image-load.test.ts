@@ -226,6 +226,11 @@ test("--nodes imports into the named nodes' containerd, not the registry; a pod 
   assert.equal(r.code, 0, r.err);
   assert.match(r.out, new RegExp(`Image: "docker\\.io/kubit-test/direct:3" loaded into node "${NODE}"`));
   await runPod('loaded-direct', 'kubit-test/direct:3');
+  const ls = await kubit(['image', 'ls', '--nodes', NODE], { env });
+  assert.equal(ls.code, 0, ls.err);
+  assert.match(ls.out, /^NODE\s+IMAGE\s+TAG\s+DIGEST\s+SIZE$/m);
+  assert.match(ls.out, new RegExp(`^${NODE}\\s+docker\\.io/kubit-test/direct\\s+3\\s+sha256:`, 'm'));
+  assert.match(ls.out, new RegExp(`^${NODE}\\s+docker\\.io/local/pause\\s+1\\s`, 'm'));
   const tags = await fetch(`http://${registry.host}/v2/kubit-test/direct/tags/list`);
   assert.equal(tags.status, 404, 'the registry never saw it');
 });

@@ -176,13 +176,55 @@ export async function imageLoad(f: Factory, args: string[], o: LoadOptions): Pro
   }
 }
 
-export async function imageList(f: Factory, o: { registry?: string; headers?: boolean }): Promise<void> {
+export async function imageList(
+  f: Factory,
+  o: { registry?: string; headers?: boolean; nodes?: string },
+): Promise<void> {
+  if (o.nodes !== undefined) return listNodes(f, o.nodes, o.headers !== false);
   const registry = await clusterRegistry(f, o.registry);
   await checkRegistryUp(registry);
   const images = await listRegistry(registry);
   const rows: string[][] = o.headers === false ? [] : [['IMAGE', 'TAG', 'DIGEST', 'SIZE']];
   for (const i of images.sort((a, b) => (a.repository + a.tag).localeCompare(b.repository + b.tag))) {
     rows.push([`${DOCKER_HUB}/${i.repository}`, i.tag, i.digest.slice(0, 19), humanSize(i.size)]);
+  }
+  f.io.out.write(alignColumns(rows));
+}
+
+/** What each node's containerd holds for Kubernetes (namespace k8s.io), named images only. */
+async function listNodes(f: Factory, list: string, headers: boolean): Promise<void> {
+  const names = list
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  if (names.length === 0) throw new CliError('--nodes needs at least one node name');
+  const sockets = await nodeSockets(f, names);
+  const rows: string[][] = headers ? [['NODE', 'IMAGE', 'TAG', 'DIGEST', 'SIZE']] : [];
+  for (const [node, socket] of sockets) {
+    let stdout: string;
+    try {
+      ({ stdout } = await run('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'ls'], {
+        maxBuffer: 16 << 20,
+      }));
+    } catch (e) {
+      const err = e as { stderr?: string; message: string };
+      throw new CliError(
+        `listing node "${node}"'s images failed: ${(err.stderr ?? '').trim() || err.message}`,
+      );
+    }
+    // REF TYPE DIGEST SIZE(two words) PLATFORMS LABELS; digest-only refs are the same images again.
+    for (const line of stdout.split('\n').slice(1)) {
+      const [ref, , digest, size, unit] = line.trim().split(/\s+/);
+      if (!ref || ref.startsWith('sha256:')) continue;
+      const at = ref.lastIndexOf(':');
+      rows.push([
+        node,
+        ref.slice(0, at),
+        ref.slice(at + 1),
+        (digest ?? '').slice(0, 19),
+        `${size ?? ''}${unit ?? ''}`,
+      ]);
+    }
   }
   f.io.out.write(alignColumns(rows));
 }
