@@ -66,12 +66,12 @@ function ociImages(index: unknown, transport: string, path: string): SourceImage
     const refName = m.annotations?.['org.opencontainers.image.ref.name'];
     const name = nameOf(m.annotations?.['io.containerd.image.name']) ?? nameOf(refName);
     // skopeo picks an image of a layout by its ref.name, or takes the only one.
-    const source =
-      refName && manifests.length > 1
-        ? `${transport}:${path}:${refName}`
-        : manifests.length > 1
-          ? `${transport}:${path}:@${i}`
-          : `${transport}:${path}`;
+    if (manifests.length > 1 && !refName)
+      throw new CliError(
+        `${path} holds ${manifests.length} images and image ${i + 1} has no org.opencontainers.image.ref.name to pick it by: ` +
+          'save one image per archive',
+      );
+    const source = manifests.length > 1 ? `${transport}:${path}:${refName}` : `${transport}:${path}`;
     return { source, ...(name ? { name } : {}), label: `${path} (image ${i + 1})` };
   });
 }
