@@ -5,7 +5,7 @@
 
 /** Docker Hub as image references name it (`nginx` is docker.io/library/nginx). */
 export const DOCKER_HUB = 'docker.io';
-/** Where Docker Hub's registry API really answers; docker.io itself only redirects browsers. */
+/** Docker Hub's registry API: it answers at registry-1.docker.io, not at the name references use. */
 export const DOCKER_HUB_UPSTREAM = 'https://registry-1.docker.io';
 
 /** The registry API behind a registry name: Docker Hub's own host, any other over HTTPS. */

@@ -67,15 +67,13 @@ function credentialOf(entry: unknown, where: string): Credential {
 
 /** host[:port][/path] of a docker config key: scheme dropped, /v1/ and /v2/ API prefixes dropped. */
 export function keyOf(location: string): string {
-  let rest = location.replace(/^https?:\/\//, '');
+  const rest = location.replace(/^https?:\/\//, '');
   const slash = rest.indexOf('/');
-  let host = slash < 0 ? rest : rest.slice(0, slash);
+  const host = (slash < 0 ? rest : rest.slice(0, slash)).toLowerCase();
   let path = slash < 0 ? '' : rest.slice(slash);
   if (path.startsWith('/v1/') || path.startsWith('/v2/')) path = path.slice(3);
   if (path === '/') path = '';
-  host = host.toLowerCase();
-  rest = host + path;
-  return rest;
+  return host + path;
 }
 
 /** The registries → credentials of one dockerconfigjson or dockercfg secret. */
