@@ -40,6 +40,23 @@ test('a docker-archive: one source per tag, named by it; without tags, picked by
   assert.equal(anon?.name, undefined);
 });
 
+test("a gzip'd docker-archive is read once decompressed into the scratch directory", async () => {
+  const plain = join(dir.path, 'zipped.tar');
+  await copy(`docker-archive:${plain}:example/zipped:1`);
+  await run('gzip', [plain]);
+  await assert.rejects(archiveImages(`${plain}.gz`), /is compressed: decompress it first/);
+  const scratch = join(dir.path, 'scratch');
+  await mkdir(scratch);
+  const [img] = await archiveImages(`${plain}.gz`, scratch);
+  assert.match(
+    img?.source ?? '',
+    new RegExp(`^docker-archive:${scratch}/zipped\\.tar\\.\\d+\\.tar:docker\\.io/example/zipped:1$`),
+  );
+  assert.equal(img?.name?.path, 'example/zipped');
+  // skopeo reads what the source names.
+  await run('skopeo', ['inspect', '--raw', img?.source ?? '']);
+});
+
 test('an OCI layout directory whose ref.name is only a tag carries no name', async () => {
   const [img] = await archiveImages(busybox.layout);
   assert.equal(img?.source, `oci:${busybox.layout}`);

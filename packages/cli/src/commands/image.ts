@@ -50,7 +50,7 @@ async function planSources(args: string[], o: LoadOptions, scratch: string): Pro
   const images: SourceImage[] = [];
   for (const arg of args) {
     if (existsSync(arg)) {
-      images.push(...(await archiveImages(arg)));
+      images.push(...(await archiveImages(arg, scratch)));
       continue;
     }
     let ref: ImageReference;

@@ -5,8 +5,8 @@
 
 import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { open, readFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { CliError } from '../errors.js';
 import { formatReference, type ImageReference, parseReference } from './reference.js';
@@ -95,7 +95,40 @@ function dockerArchiveImages(manifest: unknown, path: string): SourceImage[] {
 }
 
 /** The images of an archive file or OCI layout directory. */
-export async function archiveImages(path: string): Promise<SourceImage[]> {
+/** A gzip'd tarball (`docker save | gzip`), which skopeo's archive transports cannot read. */
+async function isGzip(path: string): Promise<boolean> {
+  const fh = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(2);
+    const { bytesRead } = await fh.read(head, 0, 2, 0);
+    return bytesRead === 2 && head[0] === 0x1f && head[1] === 0x8b;
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * The images of an archive file or OCI layout directory; a gzip'd archive is
+ * first decompressed into `scratch` (skopeo reads only plain tarballs).
+ */
+export async function archiveImages(given: string, scratch?: string): Promise<SourceImage[]> {
+  let path = given;
+  if (!statSync(path).isDirectory() && (await isGzip(path))) {
+    if (!scratch) throw new CliError(`${given} is compressed: decompress it first (gzip -d)`);
+    path = join(scratch, `${basename(given).replace(/\.(tgz|gz)$/, '')}.${Date.now()}.tar`);
+    try {
+      await run('sh', ['-c', 'gzip -dc "$1" > "$2"', 'sh', given, path]);
+    } catch (e) {
+      const why = ((e as { stderr?: string }).stderr ?? '').trim() || (e as Error).message;
+      throw new CliError(`${given} is not an image tarball: gzip cannot decompress it (${why})`);
+    }
+  }
+  const images = await layoutOrArchiveImages(path);
+  // Messages name the file the user gave, not the decompressed copy.
+  return path === given ? images : images.map((i) => ({ ...i, label: i.label.replace(path, given) }));
+}
+
+async function layoutOrArchiveImages(path: string): Promise<SourceImage[]> {
   if (statSync(path).isDirectory()) {
     if (!existsSync(join(path, 'oci-layout')) || !existsSync(join(path, 'index.json')))
       throw new CliError(`${path} is a directory but not an OCI image layout (no oci-layout and index.json)`);
