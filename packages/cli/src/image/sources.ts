@@ -94,7 +94,6 @@ function dockerArchiveImages(manifest: unknown, path: string): SourceImage[] {
   });
 }
 
-/** The images of an archive file or OCI layout directory. */
 /** A gzip'd tarball (`docker save | gzip`), which skopeo's archive transports cannot read. */
 async function isGzip(path: string): Promise<boolean> {
   const fh = await open(path, 'r');
