@@ -12,7 +12,7 @@ PNPM_VERSION=10.34.9
 #   iproute2: network namespaces and routes
 #   openssl: the cluster PKI
 #   nginx-light: the nginx the test image is built from
-#   wget: the busybox image carries Debian's wget (busybox-static's crashes on names here)
+#   wget: the busybox and nginx images carry Debian's wget (busybox-static's crashes on names here)
 #   nftables conntrack: kubit-proxy programs Services into the kernel and clears stale UDP flows
 #   e2fsprogs util-linux: the kubelet formats and grows kubit-disk volumes (mkfs.ext4, resize2fs) on loop devices (losetup)
 SYSTEM_PACKAGES="openssl containerd runc containernetworking-plugins busybox-static umoci skopeo docker-registry etcd-server etcd-client iproute2 nginx-light wget nftables conntrack e2fsprogs util-linux"

@@ -56,7 +56,8 @@ rm -f "$cni_conf"/*
 fill() {
   sed -e "s|{{ROOT}}|$root|g" -e "s|{{STATE}}|$run|g" -e "s|{{ADDRESS}}|$run/containerd.sock|g" \
     -e "s|{{SANDBOX_IMAGE}}|docker.io/local/pause:1|g" -e "s|{{CNI_CONF_DIR}}|$cni_conf|g" \
-    -e "s|{{REGISTRY_CONFIG_PATH}}|$certs|g" -e "s|{{MIRROR}}|$REGISTRY|g" "$1"
+    -e "s|{{REGISTRY_CONFIG_PATH}}|$certs|g" -e "s|{{MIRROR}}|$REGISTRY|g" \
+    -e "s|{{REGISTRY}}|docker.io|g" -e "s|{{UPSTREAM}}|https://registry-1.docker.io|g" "$1"
 }
 fill "$templates/config.toml.tmpl" > /etc/containerd/config.toml
 fill "$templates/hosts.toml.tmpl" > "$certs/docker.io/hosts.toml"

@@ -45,6 +45,7 @@ export const VERBS = [
   'completion',
   'config',
   'cluster',
+  'image',
 ] as const;
 
 function addFileOptions(c: Command): Command {
@@ -276,6 +277,33 @@ function buildProgram(
     .option('-o, --output <format>', 'json|name')
     .option('--no-headers', "don't print headers")
     .action(runVerb('cluster list'));
+  const image = program.command('image').description("load images into the cluster's registry, list them");
+  image
+    .command('load')
+    .description(
+      'push IMAGE (from the local Docker or containerd) or ARCHIVE (OCI, docker save) to the cluster',
+    )
+    .argument('<images...>', 'IMAGE or ARCHIVE (a tarball or an OCI layout directory)')
+    .option('--name <name>', 'the name to load a single image under (NAME:TAG)')
+    .option(
+      '--nodes <names>',
+      "import into these nodes' containerd (comma-separated) instead of the registry",
+    )
+    .option('--registry <host:port>', "the cluster's registry (default: KUBIT_REGISTRY, or the cluster's)")
+    .option(
+      '--containerd-address <path>',
+      "containerd's socket, for images it holds",
+      '/run/containerd/containerd.sock',
+    )
+    .action(runVerb('image load'));
+  image
+    .command('ls')
+    .alias('list')
+    .description("list the images in the cluster's registry, or in nodes' containerd (--nodes)")
+    .option('--nodes <names>', "list what these nodes' containerd holds (comma-separated)")
+    .option('--registry <host:port>', "the cluster's registry (default: KUBIT_REGISTRY, or the cluster's)")
+    .option('--no-headers', "don't print headers")
+    .action(runVerb('image ls'));
 
   const config = program.command('config').description('modify kubeconfig files');
   config
@@ -341,6 +369,8 @@ async function dispatch(verb: string, f: Factory, args: string[], opts: Opts): P
       }
       if (verb.startsWith('cluster '))
         return (await import('./commands/cluster.js')).cluster(f, verb.slice(8), opts);
+      if (verb === 'image load') return (await import('./commands/image.js')).imageLoad(f, args, opts);
+      if (verb === 'image ls') return (await import('./commands/image.js')).imageList(f, opts);
       if (verb.startsWith('config '))
         return (await import('./commands/config.js')).config(f, verb.slice(7), args, opts);
       throw new CliError(`unknown verb ${verb}`);

@@ -4,7 +4,8 @@
 // network in the conf dir is the kubelet's to write (--cni-conf-dir), from the
 // pod subnet node IPAM gives the node.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { DOCKER_HUB, hostsTomlValues } from '@kubit/cri/registry-hosts';
 import type { NodeLayout } from './layout.js';
 
 /** The sandbox image scripts/images pushes; containerd must find it under exactly this name. */
@@ -32,7 +33,11 @@ async function template(repoRoot: string, file: string): Promise<string> {
   }
 }
 
-/** Writes the node's containerd config and its docker.io mirror (the cluster's registry). */
+/**
+ * Writes the node's containerd config and docker.io's hosts.toml: the cluster's
+ * registry first, Docker Hub after it (a miss falls through when the machine
+ * is online; offline a hit never asks upstream).
+ */
 export async function writeContainerdConfig(
   node: NodeLayout,
   repoRoot: string,
@@ -50,12 +55,7 @@ export async function writeContainerdConfig(
     REGISTRY_CONFIG_PATH: node.registryConfigDir,
   });
   await writeFile(node.containerdConfig, config);
-  await mkdir(join(node.registryConfigDir, 'docker.io'), { recursive: true });
-  await writeFile(
-    join(node.registryConfigDir, 'docker.io', 'hosts.toml'),
-    fillTemplate(await template(repoRoot, 'hosts.toml.tmpl'), {
-      REGISTRY_CONFIG_PATH: node.registryConfigDir,
-      MIRROR: mirror,
-    }),
-  );
+  const { path, values } = hostsTomlValues(node.registryConfigDir, mirror, { registry: DOCKER_HUB });
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, fillTemplate(await template(repoRoot, 'hosts.toml.tmpl'), values));
 }

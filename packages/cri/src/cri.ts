@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import {
+  type AuthConfig,
   type Container,
   type ContainerConfig,
   type ContainerFilter,
@@ -297,11 +298,11 @@ export class CriRuntime implements ContainerRuntime {
     return res.image ?? undefined;
   }
 
-  async pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
+  async pullImage(image: string, sandboxConfig?: PodSandboxConfig, auth?: AuthConfig): Promise<string> {
     const res = await this.call<{ imageRef: string }>(
       this.images,
       'PullImage',
-      { image: { image }, sandboxConfig },
+      { image: { image }, sandboxConfig, ...(auth ? { auth } : {}) },
       this.pullTimeoutMs,
     );
     return res.imageRef;

@@ -207,6 +207,20 @@ export interface FilesystemUsage {
   inodesUsed: number;
 }
 
+/**
+ * Registry credentials for one pull (CRI AuthConfig). containerd offers them
+ * to whichever of the image's registry hosts asks (a mirror or the upstream).
+ */
+export interface AuthConfig {
+  username?: string;
+  password?: string;
+  /** base64 of "username:password". */
+  auth?: string;
+  serverAddress?: string;
+  identityToken?: string;
+  registryToken?: string;
+}
+
 export interface Image {
   id: string;
   repoTags: string[];
@@ -261,7 +275,7 @@ export interface ContainerRuntime {
   /** undefined when the image is not present. */
   imageStatus(image: string): Promise<Image | undefined>;
   /** Returns the image reference (its ID) the runtime now has. */
-  pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string>;
+  pullImage(image: string, sandboxConfig?: PodSandboxConfig, auth?: AuthConfig): Promise<string>;
   listImages(): Promise<Image[]>;
   removeImage(image: string): Promise<void>;
   /** The filesystems holding the images (CRI ImageFsInfo); the kubelet's stats report them as imageFs. */

@@ -4,6 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CriRuntime } from '@kubit/cri';
 import {
+  type ContainerdOptions,
   pushTestImages,
   startContainerd,
   startRegistry,
@@ -30,10 +31,14 @@ export interface Node {
   logLines(pod: Pod, container: string, restartCount?: number): Promise<string[]>;
 }
 
-export async function startNode(opts: Partial<PodManagerOptions> = {}): Promise<Node> {
-  const registry = await startRegistry();
+export async function startNode(
+  opts: Partial<PodManagerOptions> = {},
+  containerdOpts: Omit<ContainerdOptions, 'mirror'> = {},
+  registryOpts: Parameters<typeof startRegistry>[0] = {},
+): Promise<Node> {
+  const registry = await startRegistry(registryOpts);
   await pushTestImages(registry.host);
-  const containerd = await startContainerd({ mirror: registry.host });
+  const containerd = await startContainerd({ ...containerdOpts, mirror: registry.host });
   const runtime = new CriRuntime({ endpoint: containerd.endpoint });
   const root = await tempDir('kubit-kubelet-root-');
   const sink = new RecordingSink();

@@ -2,10 +2,11 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { CriRuntime } from '@kubit/cri';
 import { killStrayShims, removeAllSandboxes, removeCniNetwork, unmountUnder } from '@kubit/cri/node-teardown';
+import { DOCKER_HUB, hostsTomlValues, type MirroredRegistry } from '@kubit/cri/registry-hosts';
 import { PAUSE_IMAGE } from './images.js';
 import {
   claimForTestProcess,
@@ -19,8 +20,13 @@ import {
 const run = promisify(execFile);
 
 export interface ContainerdOptions {
-  /** host:port of a registry that serves as docker.io's mirror. */
+  /** host:port of a registry that serves as docker.io's mirror (and `mirrored`'s). */
   mirror?: string;
+  /**
+   * The registries whose hosts.toml lists `mirror` first and their upstream
+   * after it; by default docker.io with Docker Hub's registry as upstream.
+   */
+  mirrored?: MirroredRegistry[];
   /** e.g. "10.244.77.0/24"; by default a free 10.244.x.0/24. */
   podCidr?: string;
   sandboxImage?: string;
@@ -119,14 +125,12 @@ export async function startContainerd(opts: ContainerdOptions = {}): Promise<Tes
       opts.patchConflist ? opts.patchConflist(conflist) : conflist,
     );
     if (opts.mirror) {
-      await mkdir(join(registryConfig, 'docker.io'), { recursive: true });
-      await writeFile(
-        join(registryConfig, 'docker.io', 'hosts.toml'),
-        fill(await readFile(join(deploy, 'hosts.toml.tmpl'), 'utf8'), {
-          REGISTRY_CONFIG_PATH: registryConfig,
-          MIRROR: opts.mirror,
-        }),
-      );
+      const template = await readFile(join(deploy, 'hosts.toml.tmpl'), 'utf8');
+      for (const r of opts.mirrored ?? [{ registry: DOCKER_HUB }]) {
+        const { path, values } = hostsTomlValues(registryConfig, opts.mirror, r);
+        await mkdir(dirname(path), { recursive: true });
+        await writeFile(path, fill(template, values));
+      }
     }
   }
 

@@ -31,7 +31,7 @@ export const BUSYBOX_IMAGE = 'docker.io/library/busybox:latest';
 export const NGINX_IMAGE = 'docker.io/library/nginx:latest';
 
 // Bump when the way images are built changes, so cached builds are not reused.
-const BUILDER_VERSION = '5';
+const BUILDER_VERSION = '6';
 const BUSYBOX_BIN = '/usr/bin/busybox';
 const NGINX_BIN = '/usr/sbin/nginx';
 /** Debian's wget, in the busybox image: busybox-static's own wget crashes here on names and timeouts. */
@@ -140,9 +140,14 @@ async function busyboxWithWgetRootfs(root: string): Promise<void> {
   await writeFile(join(root, 'etc', 'nsswitch.conf'), 'hosts: files dns\n');
 }
 
-/** The nginx binary, the shared libraries ldd names, a config and an index page. */
+/**
+ * The nginx binary, the shared libraries ldd names, a config and an index page,
+ * on the busybox image's tools (sh, cat, tar, ls, env, Debian's wget): as in
+ * the real nginx image, `kubectl exec … -- cat`, `kubectl cp` (tar) and a
+ * debugging shell work in it.
+ */
 async function nginxRootfs(root: string): Promise<void> {
-  await baseRootfs(root);
+  await busyboxWithWgetRootfs(root);
   await copyWithLibraries(root, NGINX_BIN);
   for (const d of ['etc/nginx', 'var/lib/nginx', 'var/log/nginx', 'usr/share/nginx/html']) {
     await mkdir(join(root, d), { recursive: true });
@@ -291,23 +296,28 @@ export async function buildTestImages(): Promise<TestImage[]> {
 /** Copies the images into a registry at `host` ("127.0.0.1:PORT") over plain HTTP. */
 export async function pushTestImages(host: string, images?: TestImage[]): Promise<TestImage[]> {
   const list = images ?? (await buildTestImages());
-  await Promise.all(
-    list.map((img) =>
-      run(
-        'skopeo',
-        [
-          '--insecure-policy',
-          'copy',
-          '--quiet',
-          '--dest-tls-verify=false',
-          `oci:${img.layout}:${img.tag}`,
-          `docker://${host}/${img.repository}:${img.tag}`,
-        ],
-        { maxBuffer: 16 * 1024 * 1024 },
-      ),
-    ),
-  );
+  await Promise.all(list.map((img) => pushTestImage(img, `${host}/${img.repository}:${img.tag}`)));
   return list;
+}
+
+/**
+ * Copies one image to `dest` ("HOST:PORT/REPO:TAG") over plain HTTP, logging in
+ * with `creds` ("USER:PASSWORD") when the registry wants it.
+ */
+export async function pushTestImage(img: TestImage, dest: string, creds?: string): Promise<void> {
+  await run(
+    'skopeo',
+    [
+      '--insecure-policy',
+      'copy',
+      '--quiet',
+      '--dest-tls-verify=false',
+      ...(creds ? ['--dest-creds', creds] : []),
+      `oci:${img.layout}:${img.tag}`,
+      `docker://${dest}`,
+    ],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
 }
 
 /**

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
+import { invalidRegistryName } from '@kubit/cri/registry-hosts';
 import * as yaml from 'js-yaml';
 
 export const CONTROL_PLANE_ROLES = ['store', 'apiserver', 'scheduler', 'controller-manager'] as const;
@@ -64,6 +65,11 @@ export interface Inventory {
   nodePath: string;
   /** host:port of a registry the nodes pull docker.io images through (plain HTTP). */
   registryMirror?: string;
+  /**
+   * The registries whose pulls try registryMirror first and then the registry
+   * itself (registry.mirrorOf; docker.io when not given).
+   */
+  registryMirrorOf?: string[];
   /** known_hosts file for ssh; absent: ssh's own, accepting a new host's key once. */
   knownHosts?: string;
   controlPlane: ControlPlaneHost[];
@@ -255,11 +261,20 @@ export function parseInventory(text: string, source: string, baseDir: string): I
     kubit.fail('copyFrom', `${kubitCopyFrom} does not exist`);
   }
   const registry = top.sub('registry');
-  registry.only(['mirror']);
+  registry.only(['mirror', 'mirrorOf']);
   const registryMirror = registry.optionalString('mirror');
   if (registryMirror !== undefined && !/^[A-Za-z0-9.-]+:\d{1,5}$/.test(registryMirror)) {
     registry.fail('mirror', `"${registryMirror}" must be host:port`);
   }
+  const registryMirrorOf = registry.has('mirrorOf')
+    ? registry.list('mirrorOf').map((r, i) => {
+        const why =
+          typeof r === 'string' ? invalidRegistryName(r) : `must be a registry host, not ${describe(r)}`;
+        if (why) registry.fail(`mirrorOf[${i}]`, why);
+        return r as string;
+      })
+    : undefined;
+  if (registryMirrorOf && !registryMirror) registry.fail('mirrorOf', 'needs registry.mirror');
   const sshDefaultsField = top.sub('ssh');
   sshDefaultsField.only(['user', 'port', 'key', 'knownHosts']);
   const defaultKey = sshDefaultsField.optionalString('key');
@@ -304,6 +319,7 @@ export function parseInventory(text: string, source: string, baseDir: string): I
     kubitRun: kubitRun as Inventory['kubitRun'],
     nodePath: kubit.string('node', '/usr/bin/node'),
     ...(registryMirror ? { registryMirror } : {}),
+    ...(registryMirrorOf ? { registryMirrorOf } : {}),
     ...(knownHostsRaw ? { knownHosts: resolve(baseDir, expandHome(knownHostsRaw)) } : {}),
     controlPlane,
     nodes,

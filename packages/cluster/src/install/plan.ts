@@ -3,6 +3,7 @@
 // launcher's env-files writes) and the systemd units from deploy/systemd that
 // read them. Pure: the caller writes the files and runs the units.
 import { certKubeconfigYaml } from '@kubit/client';
+import { DOCKER_HUB, hostsTomlValues } from '@kubit/cri/registry-hosts';
 import { apiserverArgs, controllerManagerArgs, schedulerArgs } from '@kubit/daemon/daemon-args';
 import type { Command, DaemonRunner } from '../commands.js';
 import { envFileText } from '../env-files.js';
@@ -447,13 +448,10 @@ export function planHost(inv: Inventory, h: Host, templates: Templates): HostPla
       }),
     );
     if (inv.registryMirror) {
-      text(
-        `${p.registryConfigDir}/docker.io/hosts.toml`,
-        fillTemplate(templates.hostsToml, {
-          REGISTRY_CONFIG_PATH: p.registryConfigDir,
-          MIRROR: inv.registryMirror,
-        }),
-      );
+      for (const registry of inv.registryMirrorOf ?? [DOCKER_HUB]) {
+        const { path, values } = hostsTomlValues(p.registryConfigDir, inv.registryMirror, { registry });
+        text(path, fillTemplate(templates.hostsToml, values));
+      }
     }
     text(p.cniTemplate, templates.conflist);
   }

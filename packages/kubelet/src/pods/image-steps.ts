@@ -1,13 +1,15 @@
 // A container's image, made present as its imagePullPolicy says: ImageStatus
 // (asked ahead, alongside RunPodSandbox, for a new pod), PullImage shared with
-// other pods pulling the same image, and the pull backoff.
+// other pods pulling the same image with the same credentials, the pod's
+// imagePullSecrets as CRI AuthConfig (pull-credentials.ts), and the pull backoff.
 
-import type { Image, PodSandboxConfig } from '@kubit/cri';
-import type { Container, Pod } from 'kubernetes-types/core/v1.js';
+import type { AuthConfig, Image, PodSandboxConfig } from '@kubit/cri';
+import type { Container, Pod, Secret } from 'kubernetes-types/core/v1.js';
 import { logFailure } from './failures.js';
 import { type PodRef, podKey } from './labels.js';
 import { imageStep } from './plan.js';
 import type { PodEvents } from './pod-events.js';
+import { keyringOf, lookupCredentials } from './pull-credentials.js';
 import { imagePullPolicy } from './runtime-config.js';
 import type { Waiting } from './status.js';
 import type { TraceStep } from './trace.js';
@@ -133,21 +135,76 @@ export class ImageSteps {
     return true;
   }
 
-  /** PullImage, joined with a pull of the same image another pod already started. */
-  private pull(image: string): Promise<void> {
+  /**
+   * The pod's imagePullSecrets as the daemon can read them. A secret that
+   * cannot be read is left out with a warning event, as Kubernetes' kubelet
+   * does: the pull may still work anonymously.
+   */
+  private async pullSecrets(): Promise<Secret[]> {
+    const pod = this.host.pod();
+    const ns = pod.metadata?.namespace ?? 'default';
+    const secrets: Secret[] = [];
+    const failed: string[] = [];
+    for (const ref of pod.spec?.imagePullSecrets ?? []) {
+      if (!ref.name) continue;
+      let secret: Secret | undefined;
+      try {
+        secret = await this.ctx.objects.secret(ns, ref.name);
+      } catch (err) {
+        this.ctx.log.info(
+          { pod: podKey(this.ref), secret: `${ns}/${ref.name}`, err: (err as Error).message },
+          'unable to retrieve pull secret, the image pull may not succeed',
+        );
+      }
+      if (secret) secrets.push(secret);
+      else failed.push(ref.name);
+    }
+    if (failed.length > 0) {
+      this.host.events.once(
+        'pull-secrets',
+        'Warning',
+        'FailedToRetrieveImagePullSecret',
+        `Unable to retrieve some image pull secrets (${failed.join(', ')}); attempting to pull the image may not succeed.`,
+      );
+    } else this.host.events.clear('pull-secrets');
+    return secrets;
+  }
+
+  /**
+   * PullImage with each matching credential in turn until one works (none
+   * matching: anonymously), as Kubernetes' kubelet tries them; the errors of
+   * all the tries when none does.
+   */
+  private async pull(image: string): Promise<void> {
+    const auths = lookupCredentials(keyringOf(await this.pullSecrets()), image);
+    if (auths.length === 0) return this.pullWith(image, undefined);
+    const errors: string[] = [];
+    for (const auth of auths) {
+      try {
+        return await this.pullWith(image, auth);
+      } catch (err) {
+        errors.push((err as Error).message);
+      }
+    }
+    throw new Error(errors.length === 1 ? (errors[0] ?? '') : `[${errors.join(', ')}]`);
+  }
+
+  /** PullImage, joined with a pull of the same image with the same credentials another pod started. */
+  private pullWith(image: string, auth: AuthConfig | undefined): Promise<void> {
     const { pulls } = this.ctx;
-    let p = pulls.get(image);
+    const key = auth ? `${image}\u0000${JSON.stringify(auth)}` : image;
+    let p = pulls.get(key);
     if (!p) {
-      p = this.ctx.runtime.pullImage(image, this.host.sandboxConfig()).then(
+      p = this.ctx.runtime.pullImage(image, this.host.sandboxConfig(), auth).then(
         () => {
-          pulls.delete(image);
+          pulls.delete(key);
         },
         (err: unknown) => {
-          pulls.delete(image);
+          pulls.delete(key);
           throw err;
         },
       );
-      pulls.set(image, p);
+      pulls.set(key, p);
     }
     return p;
   }

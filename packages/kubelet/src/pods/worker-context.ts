@@ -26,7 +26,7 @@ export interface WorkerContext {
   retryMs: number;
   /** Why no pod-network sandbox may be created yet (the node has no CNI config), or undefined. */
   networkNotReady?: () => string | undefined;
-  /** Pulls under way, by image: pods starting together share one PullImage. */
+  /** Pulls under way, by image and credentials: pods starting together share one PullImage. */
   pulls: Map<string, Promise<void>>;
   /** --cluster-dns, --cluster-domain and the node's resolv.conf; absent: the runtime's default resolv.conf. */
   dns?: NodeDnsSettings;
