@@ -123,6 +123,7 @@ function buildProgram(
     .option('-w, --watch', 'after listing, watch for changes')
     .option('--watch-only', 'watch for changes without listing first')
     .option('--show-labels', 'show labels as the last column')
+    .option('--show-managed-fields', 'keep metadata.managedFields in json and yaml output')
     .option('-L, --label-columns <keys>', 'labels to show as columns', collect)
     .option('--show-kind', 'show the resource type in names')
     .option('--sort-by <jsonpath>', 'sort by a JSONPath expression')

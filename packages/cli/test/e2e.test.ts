@@ -72,6 +72,11 @@ describe('kubit against a real apiserver', () => {
     assert.deepEqual(JSON.parse(r.out), { a: '3' });
     r = await k(['get', 'cm', 'settings', '-o', 'yaml']);
     assert.match(r.out, /kubectl.kubernetes.io\/last-applied-configuration/);
+    // As kubectl: the server's managedFields only with --show-managed-fields.
+    assert.doesNotMatch(r.out, /managedFields/);
+    r = await k(['get', 'cm', 'settings', '-o', 'yaml', '--show-managed-fields']);
+    assert.match(r.out, /managedFields:\n {2}- apiVersion: v1\n {4}fieldsType: FieldsV1/);
+    assert.match(r.out, /manager: kubectl-client-side-apply/);
     // stdin, several documents, a directory.
     r = await k(['apply', '-f', '-'], { stdin: `${podYaml('web-1')}---\n${podYaml('web-2')}` });
     assert.equal(r.out, 'pod/web-1 created\npod/web-2 created\n', r.err);

@@ -7,6 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { KubeClient } from '@kubit/client';
 import { registerCluster } from '@kubit/daemon/cluster-registry';
 import {
   apiserverCommand,
@@ -40,6 +41,7 @@ import { machineView, placeCluster } from './machine.js';
 import { writeContainerdConfig } from './node-runtime.js';
 import { ensurePki, writeKubeconfigs } from './pki.js';
 import { get, listNodes, loadClientTls, type NodeView, waitUntil } from './probes.js';
+import { publishRegistryHosting } from './registry-hosting.js';
 import { runningPid, startDetached } from './supervisor.js';
 
 const run = promisify(execFile);
@@ -296,6 +298,8 @@ export async function up(opts: UpOptions): Promise<UpResult> {
   );
   for (const pid of await deferredStarts) if (pid !== undefined) setNice(pid, 0);
   phase('apiserver ready');
+  // kube-public/local-registry-hosting names the cluster's registry (`kubit image load` reads it).
+  const hosting = publishLocalRegistry(layout.adminKubeconfig, `${NODE_IP}:${ports.registry}`);
 
   await Promise.all(clientCmds.map((c) => ensureRunning(c, true)));
   const wanted = new Set(layout.nodes.map((n) => n.name));
@@ -316,8 +320,18 @@ export async function up(opts: UpOptions): Promise<UpResult> {
   const totalMs = Date.now() - t0;
   const imagesFailed = await images;
   if (imagesFailed) throw imagesFailed;
+  await hosting;
   if (Date.now() - tPhase > 50) phase('images in the registry');
   return { layout, settings, apiserverUrl, phases, started, totalMs };
+}
+
+async function publishLocalRegistry(kubeconfig: string, host: string): Promise<void> {
+  const client = KubeClient.fromKubeconfig({ kubeconfig });
+  try {
+    await publishRegistryHosting(client, host);
+  } finally {
+    client.close();
+  }
 }
 
 async function ensureImages(

@@ -227,6 +227,7 @@ async function run(flags: Flags): Promise<void> {
       labels,
       taints,
       podCIDR: flags.podCidr,
+      criSocket: flags.containerRuntimeEndpoint,
     },
     log,
     { cni },

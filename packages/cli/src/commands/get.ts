@@ -21,6 +21,8 @@ import { fetchTable, getObject, listObjects, type Selectors, withKind } from './
 import { resolveTargets, type Target } from './targets.js';
 
 interface GetOptions {
+  /** --show-managed-fields: keep metadata.managedFields in json/yaml (kubectl strips them by default). */
+  showManagedFields?: boolean;
   output?: string;
   selector?: string;
   fieldSelector?: string;
@@ -166,7 +168,7 @@ export async function get(f: Factory, args: string[], o: GetOptions): Promise<vo
       }
       if (sortPath) items.sort((a, b) => compareBy(sortPath)(a.obj, b.obj));
       if (items.length > 0 || (!single && format.kind !== 'name'))
-        out.write(printObjects(format, items, single, headers));
+        out.write(printObjects(format, items, single, headers, Boolean(o.showManagedFields)));
       if (items.length === 0 && !failed && format.kind === 'custom-columns') {
         const t = targets[0];
         f.io.err.write(
@@ -294,7 +296,15 @@ async function watchTarget(
     } else if (format.kind === 'name') {
       f.io.out.write(`${objectName(t.r, obj)}\n`);
     } else {
-      f.io.out.write(printObjects(format, [{ r: t.r, obj }], true, st.headers && !st.printedHeader));
+      f.io.out.write(
+        printObjects(
+          format,
+          [{ r: t.r, obj }],
+          true,
+          st.headers && !st.printedHeader,
+          Boolean(o.showManagedFields),
+        ),
+      );
       if (format.kind === 'yaml') f.io.out.write('---\n');
       st.printedHeader = true;
     }

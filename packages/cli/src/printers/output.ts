@@ -66,17 +66,30 @@ export function asList(items: readonly KubeObject[]): Record<string, unknown> {
   return { apiVersion: 'v1', items, kind: 'List', metadata: { resourceVersion: '' } };
 }
 
+/**
+ * The object without metadata.managedFields: as kubectl, every printer leaves them out unless
+ * --show-managed-fields asks for them (they are the server's bookkeeping, long and rarely read).
+ */
+export function omitManagedFields(obj: KubeObject): KubeObject {
+  const meta = obj.metadata as (KubeObject['metadata'] & { managedFields?: unknown }) | undefined;
+  if (!meta || meta.managedFields === undefined) return obj;
+  const { managedFields: _omitted, ...rest } = meta;
+  return { ...obj, metadata: rest };
+}
+
 /** Prints objects in a non-table format; `single` prints one object bare. */
 export function printObjects(
   format: OutputFormat,
   items: readonly { r: APIResourceInfo; obj: KubeObject }[],
   single: boolean,
   headers = true,
+  showManagedFields = false,
 ): string {
-  const data = single && items.length === 1 ? items[0].obj : asList(items.map((i) => i.obj));
+  const shown = showManagedFields ? items : items.map((i) => ({ r: i.r, obj: omitManagedFields(i.obj) }));
+  const data = single && shown.length === 1 ? shown[0].obj : asList(shown.map((i) => i.obj));
   switch (format.kind) {
     case 'name':
-      return items.map((i) => `${objectName(i.r, i.obj)}\n`).join('');
+      return shown.map((i) => `${objectName(i.r, i.obj)}\n`).join('');
     case 'json':
       return `${JSON.stringify(sortKeys(data), null, 4)}\n`;
     case 'yaml':
@@ -86,7 +99,7 @@ export function printObjects(
     case 'custom-columns':
       return renderCustomColumns(
         format.columns,
-        items.map((i) => i.obj),
+        shown.map((i) => i.obj),
         headers,
       );
     case 'table':

@@ -22,7 +22,12 @@ export interface NodeIdentity {
   labels: Record<string, string>;
   taints: Taint[];
   podCIDR?: string;
+  /** --container-runtime-endpoint, published as kubeadm does (`kubit image load --nodes` finds containerd by it). */
+  criSocket?: string;
 }
+
+/** The annotation kubeadm writes with the node's CRI endpoint. */
+export const CRI_SOCKET_ANNOTATION = 'kubeadm.alpha.kubernetes.io/cri-socket';
 
 function readTrimmed(path: string): string {
   try {
@@ -203,7 +208,11 @@ export class NodeAgent {
     const node: Node = {
       apiVersion: 'v1',
       kind: 'Node',
-      metadata: { name: this.id.name, labels: nodeLabels(this.id) },
+      metadata: {
+        name: this.id.name,
+        labels: nodeLabels(this.id),
+        ...(this.id.criSocket ? { annotations: { [CRI_SOCKET_ANNOTATION]: this.id.criSocket } } : {}),
+      },
       spec: {
         ...(this.id.taints.length ? { taints: this.id.taints } : {}),
         ...(this.id.podCIDR ? { podCIDR: this.id.podCIDR, podCIDRs: [this.id.podCIDR] } : {}),
@@ -218,6 +227,9 @@ export class NodeAgent {
       existing.metadata = {
         ...existing.metadata,
         labels: { ...existing.metadata?.labels, ...nodeLabels(this.id) },
+        ...(this.id.criSocket
+          ? { annotations: { ...existing.metadata?.annotations, [CRI_SOCKET_ANNOTATION]: this.id.criSocket } }
+          : {}),
       };
       created = await this.client.update<Node>(resources.nodes, existing);
     }
