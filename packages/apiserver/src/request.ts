@@ -134,6 +134,10 @@ export const PATCH_MEDIA_TYPES = [
   'application/strategic-merge-patch+json',
   'application/apply-patch+yaml',
 ];
+/** What a custom resource takes: no strategic merge (it has no patch-merge keys). */
+export const CUSTOM_PATCH_MEDIA_TYPES = PATCH_MEDIA_TYPES.filter(
+  (t) => t !== 'application/strategic-merge-patch+json',
+);
 
 export function bodyFormat(contentType: string | undefined, allowed: readonly string[]): BodyFormat {
   const base = (contentType ?? 'application/json').split(';')[0].trim().toLowerCase() || 'application/json';

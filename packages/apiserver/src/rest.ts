@@ -50,6 +50,7 @@ import { type DeleteOpts, deleteOptions, type OptionsKind, queryDryRun } from '.
 import {
   BODY_MEDIA_TYPES,
   bodyFormat,
+  CUSTOM_PATCH_MEDIA_TYPES,
   PATCH_MEDIA_TYPES,
   parseBody,
   parseResourceVersion,
@@ -600,7 +601,11 @@ export class Rest {
 
   async patch(def: KindDef, ri: ResourceRequest, ctx: Ctx): Promise<Result> {
     const fv = parseFieldValidation(queryString(ctx.query, 'fieldValidation'));
-    const format = bodyFormat(ctx.contentType, PATCH_MEDIA_TYPES);
+    // A custom resource has no strategic-merge schema (no patch keys): Kubernetes answers 415, naming the rest.
+    const format = bodyFormat(
+      ctx.contentType,
+      def.customResource ? CUSTOM_PATCH_MEDIA_TYPES : PATCH_MEDIA_TYPES,
+    );
     const patch = parseBody(ctx.body, format);
     if (format === 'apply') {
       const force = parseForce(queryString(ctx.query, 'force'));

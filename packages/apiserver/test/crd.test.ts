@@ -316,6 +316,16 @@ describe('CustomResourceDefinitions', () => {
       '-p',
       '[{"op":"replace","path":"/spec/image","value":"json"}]',
     ]);
+    // A strategic merge patch (kubectl patch's default type) has no patch keys to go by on a custom
+    // resource: 415, naming the types it takes, as Kubernetes answers.
+    const smp = await kubectl(cp, ['patch', 'ct', 'my-cron', '-p', '{"spec":{"image":"smp"}}'], {
+      allowFail: true,
+    });
+    assert.notEqual(smp.code, 0);
+    assert.match(
+      smp.stderr,
+      /the body of the request was in an unknown format - accepted media types include: application\/json-patch\+json, application\/merge-patch\+json, application\/apply-patch\+yaml/,
+    );
     // status through the main resource is ignored; through /status it is kept, and spec there is ignored.
     await kubectl(cp, ['patch', 'ct', 'my-cron', '--type=merge', '-p', '{"status":{"replicas":5}}']);
     o = await api.get(`${BASE}/my-cron`);

@@ -82,6 +82,47 @@ describe('kubit against a real apiserver', () => {
     assert.equal(r.out, 'pod/web-1 created\npod/web-2 created\n', r.err);
   });
 
+  it('apply configures a custom resource with a JSON merge patch (no strategic merge for CRs)', async () => {
+    const crd = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: { plural: gadgets, singular: gadget, kind: Gadget }
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: { type: integer }
+              tags: { type: array, items: { type: string } }
+`;
+    let r = await k(['apply', '-f', '-'], { stdin: crd });
+    assert.equal(r.out, 'customresourcedefinition.apiextensions.k8s.io/gadgets.example.com created\n', r.err);
+    const gadget = (size: number, tags: string) =>
+      `apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g1\nspec:\n  size: ${size}\n  tags: [${tags}]\n`;
+    // The CRD is served within a second of its creation.
+    for (let i = 0; i < 50; i++) {
+      r = await k(['apply', '-f', '-'], { stdin: gadget(1, 'a, b') });
+      if (r.code === 0) break;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.equal(r.out, 'gadget.example.com/g1 created\n', r.err);
+    r = await k(['apply', '-f', '-'], { stdin: gadget(2, 'c') });
+    assert.equal(r.out, 'gadget.example.com/g1 configured\n', r.err);
+    r = await k(['get', 'gadget', 'g1', '-o', 'jsonpath={.spec}']);
+    assert.deepEqual(JSON.parse(r.out), { size: 2, tags: ['c'] });
+    await k(['delete', 'crd', 'gadgets.example.com']);
+  });
+
   it('get prints the server table and every output format', async () => {
     let r = await k(['get', 'pods']);
     assert.equal(r.code, 0, r.err);

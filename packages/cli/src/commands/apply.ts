@@ -12,6 +12,16 @@ import { objectName, parseOutput, printObjects } from '../printers/output.js';
 import { dryRunMode, dryRunSuffix } from './dry-run.js';
 import { withKind } from './fetch.js';
 
+/**
+ * As kubectl: a strategic merge patch for Kubernetes' own kinds, a JSON merge patch for a custom
+ * resource, which has no patch-merge keys (the server refuses strategic merge there with 415). A
+ * CustomResourceDefinition's group has a dot and is not one of Kubernetes' reserved *.k8s.io ones.
+ */
+export function applyPatchType(r: Pick<APIResourceInfo, 'group'>): 'strategic' | 'merge' {
+  const g = r.group ?? '';
+  return g === '' || !g.includes('.') || g.endsWith('.k8s.io') ? 'strategic' : 'merge';
+}
+
 interface ApplyOptions {
   filename?: string[];
   recursive?: boolean;
@@ -94,7 +104,7 @@ export async function apply(f: Factory, o: ApplyOptions): Promise<void> {
             ? live
             : await client
                 .patch<KubeObject>(it.r, it.name, patch, {
-                  type: 'strategic',
+                  type: applyPatchType(it.r),
                   namespace: it.namespace,
                   dryRun: mode === 'server',
                   fieldManager: o.fieldManager,
