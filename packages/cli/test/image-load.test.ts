@@ -200,6 +200,22 @@ test('bad input: not a reference, not an image tarball, registry down, a name no
 });
 
 test("--nodes imports into the named nodes' containerd, not the registry; a pod runs it", async () => {
+  // The kubelet names its runtime on its Node, as kubeadm does.
+  const node = await client.get<{ metadata?: { annotations?: Record<string, string> } }>(
+    resources.nodes,
+    NODE,
+  );
+  assert.ok(
+    node.metadata?.annotations?.['kubeadm.alpha.kubernetes.io/cri-socket']?.endsWith(containerd.socket),
+    JSON.stringify(node.metadata?.annotations),
+  );
+  // A node that does not say is refused with what to do instead.
+  await client.patch(
+    resources.nodes,
+    NODE,
+    { metadata: { annotations: { 'kubeadm.alpha.kubernetes.io/cri-socket': null } } },
+    { type: 'merge' },
+  );
   const unnamed = await kubit(
     ['image', 'load', dockerArchive, '--name', 'kubit-test/direct:3', '--nodes', NODE],
     {
