@@ -9,6 +9,7 @@ import {
 import { schemas } from '../model/schema.js';
 import type { KObject } from '../storage.js';
 import { bindingSubresource } from '../subresources/binding.js';
+import { ephemeralContainersSubresource } from '../subresources/ephemeral-containers.js';
 import { evictionSubresource } from '../subresources/eviction.js';
 import { logSubresource } from '../subresources/log.js';
 import { podProxySubresource } from '../subresources/proxy.js';
@@ -147,6 +148,7 @@ export const pods: KindDef = {
     logSubresource,
     evictionSubresource,
     podProxySubresource,
+    ephemeralContainersSubresource,
   ],
   generation: true,
   example: { spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] } },

@@ -162,6 +162,13 @@ export interface SubresourceDef {
    */
   exampleBody?(verb: string, parent: KObject): { body: unknown; contentType?: string } | undefined;
   /**
+   * For a write subresource that changes one part of its parent (pods/ephemeralcontainers):
+   * keeps everything else of `current` in `next`, in place of the kind's own prepareForUpdate.
+   */
+  prepareForUpdate?(next: KObject, current: KObject): void;
+  /** Replaces the kind's update validation for writes through this subresource. */
+  validateUpdate?(next: KObject, current: KObject): FieldError[];
+  /**
    * A connect subresource (proxy): its verbs reach a backend, nothing is stored, so it has
    * no dry run and no example bodies.
    */

@@ -103,11 +103,23 @@ export interface ContainerConfigInput {
   isInit: boolean;
   /** The pod's managed /etc/hosts (dns.ts), mounted unless the container mounts its own. */
   etcHostsPath?: string;
+  /** An ephemeral container's target: the running container whose PID namespace it joins. */
+  targetContainerId?: string;
 }
 
 /** Throws ContainerConfigError when the container mounts a volume the pod does not define. */
 export function containerConfig(input: ContainerConfigInput): ContainerConfig {
-  const { pod, ref, container: c, env, restartCount, volumePaths, isInit, etcHostsPath } = input;
+  const {
+    pod,
+    ref,
+    container: c,
+    env,
+    restartCount,
+    volumePaths,
+    isInit,
+    etcHostsPath,
+    targetContainerId,
+  } = input;
   const vars = new Map(env.map((e) => [e.key, e.value]));
   const mounts: Mount[] = [];
   for (const vm of c.volumeMounts ?? []) {
@@ -168,7 +180,9 @@ export function containerConfig(input: ContainerConfigInput): ContainerConfig {
               },
             }
           : {}),
-        namespaceOptions: namespaceOptions(pod),
+        namespaceOptions: targetContainerId
+          ? { ...namespaceOptions(pod), pid: 'TARGET', targetId: targetContainerId }
+          : namespaceOptions(pod),
       },
     },
   };
