@@ -8,6 +8,8 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:tls';
 import { type KubeClient, resources } from '@kubit/client';
@@ -44,6 +46,8 @@ before(async () => {
   stack = await startNodeStack(NODE, 'kubit-debugging-');
   ({ cp, client } = stack);
   kubelet = await startTestKubelet(cp, { node: NODE, containerd: stack.containerd, dir: stack.root.path });
+  // What `kubectl debug node/...` must find under /host.
+  await writeFile(join(stack.root.path, 'marker'), 'kubit-node-marker\n');
   await client.create(
     resources.pods,
     {
@@ -100,6 +104,36 @@ after(async () => {
   await kubelet?.stop();
   await stack?.stop();
 });
+
+/**
+ * Runs kubectl with its stdin kept open: writes `input`, waits for `expect` on its stdout,
+ * then ends stdin. (containerd ends an attach when its client's stdin closes, so input
+ * piped all at once would cut the answer off.)
+ */
+async function interactive(
+  args: string[],
+  input: string,
+  expect: RegExp,
+  timeoutMs = 90_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn('kubectl', ['--kubeconfig', cp.kubeconfigPath, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    stdout += d.toString();
+    if (expect.test(stdout)) child.stdin?.end('exit\n');
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  child.stdin?.write(input);
+  const timer = setTimeout(() => child.kill(), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
 
 /** `kubectl proxy --port=0`, and the address it printed. */
 async function startKubectlProxy(): Promise<{ child: ChildProcess; base: string }> {
@@ -241,5 +275,143 @@ describe('kubectl proxy and the proxy subresources', () => {
     }).catch((err) => assert.fail(`${err}; the log: ${JSON.stringify(logs)}`));
     assert.match(logs, /GET \/chat\?room=1 HTTP\/1\.1/);
     assert.match(logs, /Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==/i);
+  });
+});
+
+/** PATCHes pods/web/ephemeralcontainers as kubectl debug does (a strategic merge patch). */
+async function patchEphemeral(name: string, containers: unknown[]) {
+  return runCommand(
+    'kubectl',
+    [
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      'patch',
+      'pod',
+      name,
+      '--subresource=ephemeralcontainers',
+      '--type=strategic',
+      '-p',
+      JSON.stringify({ spec: { ephemeralContainers: containers } }),
+    ],
+    { timeoutMs: 30_000 },
+  );
+}
+
+describe('kubectl debug', () => {
+  it('runs an ephemeral container in the pod that sees its target container processes', async () => {
+    const r = await interactive(
+      ['debug', '-i', 'web', '--image=busybox:latest', '--target=nginx', '-c', 'dbg', '--', 'sh'],
+      'ps\n',
+      /nginx: master process/,
+    );
+    const diag = async () => {
+      const p = await client.get<Pod>(resources.pods, 'web', { namespace: NS });
+      const logs = await kubectl(['logs', 'web', '-c', 'dbg']);
+      return `${r.stdout}\n${r.stderr}\nstatus: ${JSON.stringify(p.status?.ephemeralContainerStatuses)}\nspec: ${JSON.stringify(p.spec?.ephemeralContainers)}\nlogs: ${logs.stdout}${logs.stderr}`;
+    };
+    assert.equal(r.code, 0, await diag());
+    assert.match(r.stdout, /nginx: master process/, await diag());
+    const pod = await waitFor('the ephemeral container to be reported exited', async () => {
+      const p = await client.get<Pod>(resources.pods, 'web', { namespace: NS });
+      const s = p.status?.ephemeralContainerStatuses?.find((c) => c.name === 'dbg');
+      return s?.state?.terminated ? p : undefined;
+    });
+    const dbg = pod.spec?.ephemeralContainers?.find((c) => c.name === 'dbg');
+    assert.equal(dbg?.targetContainerName, 'nginx');
+    const status = pod.status?.ephemeralContainerStatuses?.find((c) => c.name === 'dbg');
+    assert.equal(status?.restartCount, 0);
+    assert.equal(status?.state?.terminated?.exitCode, 0);
+    // The pod itself is untouched: still Running and Ready with its own containers.
+    assert.equal(pod.status?.phase, 'Running');
+    assert.equal(pod.status?.containerStatuses?.length, 2);
+    // Never started again, however often the pod syncs.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const later = await client.get<Pod>(resources.pods, 'web', { namespace: NS });
+    const again = later.status?.ephemeralContainerStatuses?.find((c) => c.name === 'dbg');
+    assert.ok(again?.state?.terminated, JSON.stringify(again));
+    assert.equal(again?.restartCount, 0);
+  });
+
+  it('refuses what Kubernetes refuses in pods/ephemeralcontainers, naming the field', async () => {
+    const current = await client.get<Pod>(resources.pods, 'web', { namespace: NS });
+    const existing = current.spec?.ephemeralContainers ?? [];
+    let r = await patchEphemeral('web', [
+      { name: 'bad', image: 'busybox:latest', ports: [{ containerPort: 80 }] },
+    ]);
+    assert.notEqual(r.code, 0);
+    assert.match(
+      r.stderr,
+      /spec\.ephemeralContainers\[\d\]\.ports: Forbidden: cannot be set for an Ephemeral Container/,
+    );
+    r = await patchEphemeral('web', [{ name: 'nginx', image: 'busybox:latest' }]);
+    assert.match(r.stderr, /spec\.ephemeralContainers\[\d\]\.name: Duplicate value: "nginx"/);
+    r = await patchEphemeral('web', [
+      { name: 'lost', image: 'busybox:latest', targetContainerName: 'ghost' },
+    ]);
+    assert.match(r.stderr, /spec\.ephemeralContainers\[\d\]\.targetContainerName: Not found: "ghost"/);
+    // Removing one through a full update is refused too.
+    const replaced = await kubectl(
+      ['replace', '--subresource=ephemeralcontainers', '-f', '-'],
+      JSON.stringify({
+        ...current,
+        metadata: { ...current.metadata, resourceVersion: undefined },
+        spec: { ...current.spec, ephemeralContainers: [] },
+      }),
+    );
+    assert.notEqual(replaced.code, 0);
+    assert.match(replaced.stderr, /existing ephemeral containers "dbg" may not be removed/);
+    // A plain pod update may not touch them; a pod may not be created with them.
+    const plain = await kubectl(
+      ['replace', '-f', '-'],
+      JSON.stringify({
+        ...current,
+        metadata: { ...current.metadata, resourceVersion: undefined },
+        spec: { ...current.spec, ephemeralContainers: [...existing, { name: 'x', image: 'busybox:latest' }] },
+      }),
+    );
+    assert.notEqual(plain.code, 0);
+    assert.match(plain.stderr, /Forbidden: pod updates may not change fields/);
+    const created = await kubectl(
+      ['create', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'born-debugged' },
+        spec: {
+          containers: [{ name: 'c', image: 'busybox:latest' }],
+          ephemeralContainers: [{ name: 'e', image: 'busybox:latest' }],
+        },
+      }),
+    );
+    assert.match(created.stderr, /spec\.ephemeralContainers: Forbidden: cannot be set on create/);
+    // Nothing was half-written.
+    const after = await client.get<Pod>(resources.pods, 'web', { namespace: NS });
+    assert.deepEqual(after.spec?.ephemeralContainers, current.spec?.ephemeralContainers);
+  });
+
+  it('debugs a node: a pod on it with the host filesystem at /host, its PIDs and network', async () => {
+    const r = await interactive(
+      ['debug', `node/${NODE}`, '-i', '--image=busybox:latest', '--', 'sh'],
+      `cat /host${stack.root.path}/marker; ls /proc | grep -c '^[0-9]'\n`,
+      /kubit-node-marker\n\d+\n/,
+    );
+    const pods = await client.list<Pod>(resources.pods, { namespace: NS });
+    const debugger_ = pods.items.find((p) => p.metadata?.name?.startsWith(`node-debugger-${NODE}-`));
+    try {
+      const why = `${r.stdout}\n${r.stderr}\n${JSON.stringify(debugger_?.status)}`;
+      assert.equal(r.code, 0, why);
+      assert.match(r.stdout, /kubit-node-marker/, why);
+      // The host's PID namespace: many more processes than a pod of its own would see.
+      const pids = Number(/^(\d+)$/m.exec(r.stdout.replace('kubit-node-marker', ''))?.[1] ?? 0);
+      assert.ok(pids > 10, `processes seen: ${pids}`);
+      assert.equal(debugger_?.spec?.hostPID, true);
+      assert.equal(debugger_?.spec?.hostNetwork, true);
+    } finally {
+      if (debugger_?.metadata?.name)
+        await client.delete(resources.pods, debugger_.metadata.name, {
+          namespace: NS,
+          gracePeriodSeconds: 0,
+        });
+    }
   });
 });

@@ -423,6 +423,12 @@ const EPHEMERAL_FORBIDDEN_FIELDS = [
   'startupProbe',
 ];
 
+function isEmptyValue(v: unknown): boolean {
+  if (v === undefined || v === null || v === '') return true;
+  if (Array.isArray(v)) return v.length === 0;
+  return isObj(v) && Object.values(v).every(isEmptyValue);
+}
+
 /**
  * A pod's ephemeral containers (kubectl debug): names unique across all of the pod's
  * containers, none of the forbidden fields, no subPath mounts, and a targetContainerName
@@ -445,7 +451,8 @@ function validateEphemeralContainers(spec: Obj, path: string, ctx: SpecContext, 
     }
     const rest: Obj = { ...c };
     for (const f of EPHEMERAL_FORBIDDEN_FIELDS) {
-      if (own(c, f) === undefined || own(c, f) === null) continue;
+      // Empty is unset, as Go's zero values are: kubectl debug sends `resources: {}`.
+      if (isEmptyValue(own(c, f))) continue;
       errs.push(fieldErrors.forbidden(`${p}.${f}`, 'cannot be set for an Ephemeral Container'));
       delete rest[f];
     }
