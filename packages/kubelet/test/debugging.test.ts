@@ -398,7 +398,13 @@ describe('kubectl debug', () => {
     const pods = await client.list<Pod>(resources.pods, { namespace: NS });
     const debugger_ = pods.items.find((p) => p.metadata?.name?.startsWith(`node-debugger-${NODE}-`));
     try {
-      const why = `${r.stdout}\n${r.stderr}\n${JSON.stringify(debugger_?.status)}`;
+      const events = await kubectl([
+        'get',
+        'events',
+        '--field-selector',
+        `involvedObject.name=${debugger_?.metadata?.name}`,
+      ]);
+      const why = `${r.stdout}\n${r.stderr}\n${JSON.stringify(debugger_?.status)}\n${events.stdout}`;
       assert.equal(r.code, 0, why);
       assert.match(r.stdout, /kubit-node-marker/, why);
       // The host's PID namespace: many more processes than a pod of its own would see.

@@ -74,7 +74,9 @@ export function sandboxConfig(
   );
   return {
     metadata: { name: ref.name, uid: ref.uid, namespace: ref.namespace, attempt },
-    hostname: (spec.hostname ?? ref.name).slice(0, 63),
+    // A pod on the host's network shares the host's UTS namespace too: it keeps the node's
+    // hostname (runc refuses to set one there), as Kubernetes' kubelet leaves it unset.
+    hostname: spec.hostNetwork ? '' : (spec.hostname ?? ref.name).slice(0, 63),
     logDirectory: podLogDirectory(podLogsDir, ref),
     portMappings,
     ...(dns ? { dnsConfig: dns } : {}),
