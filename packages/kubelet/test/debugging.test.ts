@@ -7,8 +7,8 @@
 // and `kubectl attach -it` on a TTY.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:tls';
@@ -419,5 +419,216 @@ describe('kubectl debug', () => {
           gracePeriodSeconds: 0,
         });
     }
+  });
+});
+
+/** A pod of busybox containers, each running its shell line, labelled app=<app>. */
+async function counterPod(name: string, containers: Record<string, string>, app = 'counter') {
+  await client.create(
+    resources.pods,
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: NS, labels: { app } },
+      spec: {
+        nodeName: NODE,
+        terminationGracePeriodSeconds: 0,
+        containers: Object.entries(containers).map(([c, line]) => ({
+          name: c,
+          image: 'busybox:latest',
+          command: ['sh', '-c', line],
+        })),
+      },
+    },
+    { namespace: NS },
+  );
+}
+
+const COUNT = (tag: string) => `i=0; while true; do i=$((i+1)); echo ${tag}-$i; sleep 0.2; done`;
+
+/** Runs `kubectl logs -f ...` until `expect` holds for its output (or 30 s), then stops it. */
+async function followLogs(args: string[], expect: (out: string) => boolean): Promise<string> {
+  const child = spawn('kubectl', ['--kubeconfig', cp.kubeconfigPath, 'logs', '-f', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+    if (expect(out)) child.kill();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const timer = setTimeout(() => child.kill(), 30_000);
+  await new Promise((resolve) => child.on('exit', resolve));
+  clearTimeout(timer);
+  return out;
+}
+
+describe('kubectl logs', () => {
+  before(async () => {
+    await counterPod('counter', { a: COUNT('a'), b: COUNT('b') });
+    await counterPod('counter2', { a: COUNT('c2a'), b: COUNT('c2b') });
+    // Prints a line, fails, and is restarted: its previous instance's log stays readable.
+    await counterPod('crasher', { c: 'echo run-at-$(date +%s); sleep 0.5; exit 1' }, 'crasher');
+    await runningPod('counter');
+    await runningPod('counter2');
+    // Enough lines that --tail and --since leave some out.
+    await waitFor('20 lines from counter/a', async () => {
+      const r = await kubectl(['logs', 'counter', '-c', 'a']);
+      return r.stdout.split('\n').filter(Boolean).length >= 20;
+    });
+  });
+
+  it('--tail, --timestamps and --since', async () => {
+    const tail = await kubectl(['logs', 'counter', '-c', 'a', '--tail=3']);
+    const lines = tail.stdout.split('\n').filter(Boolean);
+    assert.equal(lines.length, 3, tail.stdout);
+    assert.ok(
+      lines.every((l) => /^a-\d+$/.test(l)),
+      tail.stdout,
+    );
+    const stamped = await kubectl(['logs', 'counter', '-c', 'a', '--tail=2', '--timestamps']);
+    for (const l of stamped.stdout.split('\n').filter(Boolean))
+      assert.match(l, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z a-\d+$/);
+    const all = (await kubectl(['logs', 'counter', '-c', 'a'])).stdout.split('\n').filter(Boolean);
+    const recent = (await kubectl(['logs', 'counter', '-c', 'a', '--since=1s'])).stdout
+      .split('\n')
+      .filter(Boolean);
+    assert.ok(recent.length > 0 && recent.length < all.length, `${recent.length} of ${all.length}`);
+    // The newest line is in both: --since keeps the end of the log.
+    assert.ok(Number(recent.at(-1)?.slice(2)) >= Number(all.at(-1)?.slice(2)));
+  });
+
+  it('--all-containers, -l SELECTOR and --prefix', async () => {
+    const both = await kubectl(['logs', 'counter', '--all-containers', '--tail=2']);
+    assert.match(both.stdout, /^a-\d+$/m);
+    assert.match(both.stdout, /^b-\d+$/m);
+    const sel = await kubectl(['logs', '-l', 'app=counter', '-c', 'a', '--prefix', '--tail=1']);
+    assert.match(sel.stdout, /^\[pod\/counter\/a\] a-\d+$/m, sel.stderr);
+    assert.match(sel.stdout, /^\[pod\/counter2\/a\] c2a-\d+$/m, sel.stderr);
+    const every = await kubectl(['logs', '-l', 'app=counter', '--all-containers', '--prefix', '--tail=1']);
+    for (const p of ['counter/a', 'counter/b', 'counter2/a', 'counter2/b'])
+      assert.match(every.stdout, new RegExp(`^\\[pod/${p}\\] `, 'm'), every.stdout);
+  });
+
+  it('-f over several pods streams new lines from each', async () => {
+    const out = await followLogs(
+      ['-l', 'app=counter', '-c', 'a', '--prefix', '--tail=0'],
+      (s) =>
+        (s.match(/\[pod\/counter\/a\]/g)?.length ?? 0) >= 3 &&
+        (s.match(/\[pod\/counter2\/a\]/g)?.length ?? 0) >= 3,
+    );
+    assert.ok((out.match(/\[pod\/counter\/a\] a-\d+/g)?.length ?? 0) >= 3, out);
+    assert.ok((out.match(/\[pod\/counter2\/a\] c2a-\d+/g)?.length ?? 0) >= 3, out);
+  });
+
+  it("--previous reads the last instance's log, and says so when there is none", async () => {
+    await waitFor(
+      'the crasher to have restarted',
+      async () => {
+        const p = await client.get<Pod>(resources.pods, 'crasher', { namespace: NS });
+        return (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1;
+      },
+      60_000,
+    );
+    const prev = await kubectl(['logs', 'crasher', '--previous']);
+    assert.equal(prev.code, 0, prev.stderr);
+    assert.match(prev.stdout, /^run-at-\d+$/m);
+    const none = await kubectl(['logs', 'counter', '-c', 'a', '--previous']);
+    assert.notEqual(none.code, 0);
+    assert.match(none.stderr, /previous terminated container "a" in pod "counter" not found/);
+  });
+});
+
+/** Runs `command` under script(1), so kubectl has a terminal; feeds `input` once `ready` shows. */
+async function onTty(
+  command: string,
+  opts: { ready?: RegExp; input?: string; done: RegExp; timeoutMs?: number },
+): Promise<string> {
+  const child = spawn('script', ['-qec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let fed = false;
+  const finished = new Promise((resolve) => child.on('exit', resolve));
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+    if (!fed && opts.input !== undefined && (!opts.ready || opts.ready.test(out))) {
+      fed = true;
+      child.stdin?.write(opts.input);
+    }
+    if (opts.done.test(out)) child.kill();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const timer = setTimeout(() => child.kill(), opts.timeoutMs ?? 60_000);
+  await finished;
+  clearTimeout(timer);
+  return out;
+}
+
+describe('kubectl cp, exec -it and attach -it', () => {
+  const kc = () => `kubectl --kubeconfig ${cp.kubeconfigPath}`;
+
+  it('copies a directory into a container and back', async () => {
+    const src = join(stack.root.path, 'cp-src');
+    await mkdir(join(src, 'nested'), { recursive: true });
+    await writeFile(join(src, 'top.txt'), 'top file\n');
+    await writeFile(join(src, 'nested', 'deep.bin'), Buffer.from([0, 1, 2, 255, 254]));
+    const up = await kubectl(['cp', src, `${NS}/web:/tmp/copied`, '-c', 'upgrader']);
+    assert.equal(up.code, 0, up.stderr);
+    const listed = await kubectl(['exec', 'web', '-c', 'upgrader', '--', 'cat', '/tmp/copied/top.txt']);
+    assert.equal(listed.stdout, 'top file\n');
+    const back = join(stack.root.path, 'cp-back');
+    const down = await kubectl(['cp', `${NS}/web:/tmp/copied`, back, '-c', 'upgrader']);
+    assert.equal(down.code, 0, down.stderr);
+    assert.equal(await readFile(join(back, 'top.txt'), 'utf8'), 'top file\n');
+    assert.deepEqual([...(await readFile(join(back, 'nested', 'deep.bin')))], [0, 1, 2, 255, 254]);
+    // A path that is not there gets tar's own words, and nothing is written.
+    const none = join(stack.root.path, 'cp-none');
+    const missing = await kubectl(['cp', `${NS}/web:/tmp/not-there`, none, '-c', 'upgrader']);
+    // kubectl cp writes the remote tar's stderr to its own stdout (its ErrOut is Out), as it does
+    // against Kubernetes.
+    assert.match(
+      missing.stdout + missing.stderr,
+      /tar: \/tmp\/not-there: No such file/,
+      JSON.stringify(missing),
+    );
+    assert.equal(existsSync(none), false);
+  });
+
+  it('exec -it gets a terminal of the window size, and follows a resize', async () => {
+    const out = await onTty(
+      `stty rows 40 cols 100; (sleep 3; stty rows 50 cols 120 </dev/tty) & exec ${kc()} exec -it web -c upgrader -- sh -c 'tty; stty size; sleep 6; stty size'`,
+      { done: /50 120/, timeoutMs: 60_000 },
+    );
+    assert.match(out, /\/dev\/pts\/\d+/, out);
+    assert.match(out, /40 100/, out);
+    assert.match(out, /50 120/, out);
+  });
+
+  it('attach -it reaches the shell of a container started with a TTY', async () => {
+    await client.create(
+      resources.pods,
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'console', namespace: NS },
+        spec: {
+          nodeName: NODE,
+          terminationGracePeriodSeconds: 0,
+          containers: [{ name: 'sh', image: 'busybox:latest', command: ['sh'], stdin: true, tty: true }],
+        },
+      },
+      { namespace: NS },
+    );
+    await runningPod('console');
+    const out = await onTty(`${kc()} attach -it console -c sh`, {
+      ready: /If you don't see a command prompt|#/,
+      input: 'echo attached-$((40+2)); tty\r',
+      done: /attached-42[\s\S]*\/dev\/pts\/\d+/,
+    });
+    assert.match(out, /attached-42/, out);
+    assert.match(out, /\/dev\/pts\/\d+/, out);
   });
 });
