@@ -160,3 +160,28 @@ describe('object comparison and apps/v1 table cells', () => {
     assert.deepEqual(deployments.table.cells({ metadata: {}, spec: {} }, now).slice(0, 3), ['0/0', 0, 0]);
   });
 });
+
+describe('proxy subresource ids and paths', () => {
+  it('splits [scheme:]name[:port] as Kubernetes does, refusing other schemes', async () => {
+    const { parseProxyId } = await import('../src/subresources/proxy-location.js');
+    assert.deepEqual(parseProxyId('web', 'pod'), { scheme: '', name: 'web', port: '' });
+    assert.deepEqual(parseProxyId('web:80', 'pod'), { scheme: '', name: 'web', port: '80' });
+    assert.deepEqual(parseProxyId('https:web:443', 'pod'), { scheme: 'https', name: 'web', port: '443' });
+    assert.throws(() => parseProxyId('ftp:web:21', 'pod'), /invalid pod request "ftp:web:21"/);
+    assert.throws(() => parseProxyId(':80', 'service'), /invalid service request ":80"/);
+  });
+
+  it('forwards the path after /proxy as sent, with its query', async () => {
+    const { proxiedPath } = await import('../src/subresources/proxy-forward.js');
+    assert.deepEqual(proxiedPath('/api/v1/namespaces/default/pods/web:80/proxy/a%2Fb/?x=1', 'pods'), {
+      prefix: '/api/v1/namespaces/default/pods/web:80/proxy',
+      rest: '/a%2Fb/',
+      search: '?x=1',
+    });
+    assert.deepEqual(proxiedPath('/api/v1/namespaces/default/services/proxy/proxy', 'services'), {
+      prefix: '/api/v1/namespaces/default/services/proxy/proxy',
+      rest: '',
+      search: '',
+    });
+  });
+});
