@@ -544,7 +544,7 @@ describe('kubectl logs', () => {
 /** Runs `command` under script(1), so kubectl has a terminal; feeds `input` once `ready` shows. */
 async function onTty(
   command: string,
-  opts: { ready?: RegExp; input?: string; done: RegExp; timeoutMs?: number },
+  opts: { ready?: RegExp; input?: string; onReady?: () => unknown; done: RegExp; timeoutMs?: number },
 ): Promise<string> {
   const child = spawn('script', ['-qec', command, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
@@ -552,9 +552,10 @@ async function onTty(
   const finished = new Promise((resolve) => child.on('exit', resolve));
   child.stdout?.on('data', (d: Buffer) => {
     out += d.toString();
-    if (!fed && opts.input !== undefined && (!opts.ready || opts.ready.test(out))) {
+    if (!fed && (!opts.ready || opts.ready.test(out))) {
       fed = true;
-      child.stdin?.write(opts.input);
+      if (opts.input !== undefined) child.stdin?.write(opts.input);
+      opts.onReady?.();
     }
     if (opts.done.test(out)) child.kill();
   });
@@ -598,13 +599,26 @@ describe('kubectl cp, exec -it and attach -it', () => {
   });
 
   it('exec -it gets a terminal of the window size, and follows a resize', async () => {
+    // The terminal is resized once the first size was seen (the test touches `resize`).
+    const resize = join(stack.root.path, 'resize-now');
     const out = await onTty(
-      `stty rows 40 cols 100; (sleep 3; stty rows 50 cols 120 </dev/tty) & exec ${kc()} exec -it web -c upgrader -- sh -c 'tty; stty size; sleep 6; stty size'`,
-      { done: /50 120/, timeoutMs: 60_000 },
+      `stty rows 40 cols 100; (while [ ! -e ${resize} ]; do sleep 0.1; done; stty rows 50 cols 120 </dev/tty) & exec ${kc()} exec -it web -c upgrader -- sh -c 'tty; while true; do stty size; sleep 0.3; done'`,
+      { ready: /40 100/, onReady: () => writeFile(resize, ''), done: /50 120/, timeoutMs: 60_000 },
     );
     assert.match(out, /\/dev\/pts\/\d+/, out);
-    assert.match(out, /40 100/, out);
-    assert.match(out, /50 120/, out);
+    assert.match(out, /40 100[\s\S]*50 120/, out);
+  });
+
+  it('debug -it: a shell on a terminal in an ephemeral container that sees its target', async () => {
+    const out = await onTty(
+      `${kc()} debug -it web --image=busybox:latest --target=nginx -c tty-debugger -- sh`,
+      { ready: /If you don't see a command prompt/, input: 'tty; ps\r', done: /nginx: master process/ },
+    );
+    assert.match(out, /\/dev\/pts\/\d+/, out);
+    assert.match(out, /nginx: master process/, out);
+    const pod = await client.get<Pod>(resources.pods, 'web', { namespace: NS });
+    const spec = pod.spec?.ephemeralContainers?.find((c) => c.name === 'tty-debugger');
+    assert.equal(spec?.tty, true);
   });
 
   it('attach -it reaches the shell of a container started with a TTY', async () => {
