@@ -171,6 +171,13 @@ describe('proxy subresource ids and paths', () => {
     assert.throws(() => parseProxyId(':80', 'service'), /invalid service request ":80"/);
   });
 
+  it('never proxies to loopback or link-local addresses', async () => {
+    const { assertProxyable } = await import('../src/subresources/proxy-location.js');
+    for (const ip of ['127.0.0.1', '127.9.9.9', '169.254.169.254', '::1', 'fe80::1', '0.0.0.0', 'not-an-ip'])
+      assert.throws(() => assertProxyable(ip), /address not allowed/, ip);
+    for (const ip of ['10.244.0.5', '192.168.1.1', 'fd00::5']) assertProxyable(ip);
+  });
+
   it('forwards the path after /proxy as sent, with its query', async () => {
     const { proxiedPath } = await import('../src/subresources/proxy-forward.js');
     assert.deepEqual(proxiedPath('/api/v1/namespaces/default/pods/web:80/proxy/a%2Fb/?x=1', 'pods'), {

@@ -225,6 +225,33 @@ describe('kubectl proxy and the proxy subresources', () => {
     assert.equal(badId.status, 400);
   });
 
+  it("refuses to proxy to a pod on the host's loopback address", async () => {
+    await client.create(
+      resources.pods,
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'hostnet', namespace: NS },
+        spec: {
+          nodeName: NODE,
+          hostNetwork: true,
+          terminationGracePeriodSeconds: 0,
+          containers: [{ name: 'c', image: 'busybox:latest', command: ['sleep', '3600'] }],
+        },
+      },
+      { namespace: NS },
+    );
+    const pod = await runningPod('hostnet');
+    assert.equal(pod.status?.podIP, '127.0.0.1');
+    // The store and the apiserver itself listen there: never reachable through a proxy.
+    const r = await fetch(
+      `${proxy.base}/api/v1/namespaces/default/pods/hostnet:${new URL(cp.url).port}/proxy/`,
+    );
+    assert.equal(r.status, 400);
+    assert.equal(((await r.json()) as { message: string }).message, 'address not allowed');
+    await client.delete(resources.pods, 'hostnet', { namespace: NS, gracePeriodSeconds: 0 });
+  });
+
   it('is authorized as the verb on pods/proxy', async () => {
     const can = await kubectl(['auth', 'can-i', 'create', 'pods/proxy', '--as', 'nobody']);
     assert.equal(can.stdout.trim(), 'no');

@@ -3,6 +3,7 @@
 // first declared container port), a Service at one ready address of its
 // Endpoints on the port whose name or number matches. Nothing is stored; a pod
 // or Service that is not there is a 404, one that cannot be reached a 503.
+import { isIP } from 'node:net';
 import { badRequest, notFound, serviceUnavailable } from '@kubit/api';
 import { arr, obj, str } from '../kinds/types.js';
 import type { Store } from '../storage.js';
@@ -35,6 +36,25 @@ export function parseProxyId(id: string, resource: string): ProxyId {
   return { scheme: scheme as ProxyId['scheme'], name, port };
 }
 
+/**
+ * Loopback and link-local addresses are never proxied to (Kubernetes' IsProxyableIP): a
+ * hostNetwork pod on a node that reports 127.0.0.1 would otherwise open the apiserver's
+ * own host (its store, its health ports) to anyone allowed pods/proxy.
+ */
+export function assertProxyable(ip: string): void {
+  const v = isIP(ip);
+  const lower = ip.toLowerCase();
+  const refused =
+    v === 0 ||
+    (v === 4 && (ip.startsWith('127.') || ip.startsWith('169.254.') || ip === '0.0.0.0')) ||
+    (v === 6 &&
+      (lower === '::1' ||
+        lower === '::' ||
+        /^fe[89ab][0-9a-f]:/.test(lower) ||
+        lower.startsWith('::ffff:127.')));
+  if (refused) throw badRequest('address not allowed');
+}
+
 function portNumber(port: string, what: string): number {
   const n = Number(port);
   if (!/^\d+$/.test(port) || n < 1 || n > 65535) throw badRequest(`invalid port "${port}" for ${what}`);
@@ -60,6 +80,7 @@ export async function podLocation(store: Store, namespace: string, id: string): 
   const status = obj(pod.status);
   const ip = str(status.podIP) || str(obj(arr(status.podIPs)[0]).ip);
   if (!ip) throw serviceUnavailable(`pod "${name}" has no IP address to proxy to yet`);
+  assertProxyable(ip);
   return {
     scheme: scheme || 'http',
     host: ip,
@@ -91,6 +112,7 @@ export async function serviceLocation(
       .find((p) => str(p.name) === str(wanted.name));
     if (!match || addresses.length === 0) continue;
     const address = addresses[pick(addresses.length)];
+    assertProxyable(str(address.ip));
     return { scheme: scheme || 'http', host: str(address.ip), port: Number(match.port) };
   }
   throw serviceUnavailable(`no endpoints available for service "${id}"`);
