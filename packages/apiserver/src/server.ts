@@ -70,11 +70,15 @@ export interface ServerDeps {
   notServingReason: () => string;
 }
 
-/** The paths of pods/proxy and services/proxy, whose bodies are streamed rather than read. */
-const PROXY_ROUTES = ['pods', 'services'].flatMap((r) => [
-  `/api/v1/namespaces/:namespace/${r}/:name/proxy`,
-  `/api/v1/namespaces/:namespace/${r}/:name/proxy/*`,
-]);
+/** The paths of the pods, services and nodes proxies, whose bodies are streamed rather than read. */
+const PROXY_ROUTES = [
+  ...['pods', 'services'].flatMap((r) => [
+    `/api/v1/namespaces/:namespace/${r}/:name/proxy`,
+    `/api/v1/namespaces/:namespace/${r}/:name/proxy/*`,
+  ]),
+  '/api/v1/nodes/:name/proxy',
+  '/api/v1/nodes/:name/proxy/*',
+];
 
 export function createServer(deps: ServerDeps): FastifyInstance {
   const app = Fastify({

@@ -81,6 +81,16 @@ function rewriteLocation(location: string, target: string, req: IncomingMessage,
   return host ? `https://${host}${path}` : path;
 }
 
+/**
+ * A kubelet gets the apiserver's client certificate and has its serving certificate checked
+ * when a CA is known; Kubernetes' proxy transport does not verify a pod's or a Service's.
+ */
+function tlsOptions(loc: ProxyLocation) {
+  if (!loc.tls) return { rejectUnauthorized: false };
+  const { cert, key, ca } = loc.tls;
+  return { cert, key, ca, rejectUnauthorized: ca !== undefined };
+}
+
 /** Forwards one request to `loc`; answers on `res` itself (a 503 Status when the backend is unreachable). */
 export function proxyHttp(
   req: IncomingMessage,
@@ -101,8 +111,7 @@ export function proxyHttp(
     const up = send(target, {
       method: req.method,
       headers: forwardedHeaders(req, loc),
-      // Kubernetes' proxy transport does not verify a pod's or a Service's certificate either.
-      rejectUnauthorized: false,
+      ...tlsOptions(loc),
     });
     up.on('response', (upRes) => {
       const headers: Record<string, string | string[]> = {};
@@ -159,7 +168,7 @@ export function proxyUpgrade(
     const port = loc.port ?? (loc.scheme === 'https' ? 443 : 80);
     const upstream =
       loc.scheme === 'https'
-        ? tlsConnect({ host: loc.host, port, rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] })
+        ? tlsConnect({ host: loc.host, port, ...tlsOptions(loc), ALPNProtocols: ['http/1.1'] })
         : netConnect({ host: loc.host, port });
     upstream.once(loc.scheme === 'https' ? 'secureConnect' : 'connect', () => {
       upstream.removeAllListeners('error');

@@ -6,6 +6,7 @@
 import { isIP } from 'node:net';
 import { badRequest, notFound, serviceUnavailable } from '@kubit/api';
 import { arr, obj, str } from '../kinds/types.js';
+import { type KubeletClientTls, kubeletAddress } from '../logs.js';
 import type { Store } from '../storage.js';
 
 export interface ProxyLocation {
@@ -13,6 +14,11 @@ export interface ProxyLocation {
   host: string;
   /** The port as a number; undefined when the scheme's default is meant. */
   port?: number;
+  /**
+   * A kubelet's: the apiserver's kubelet client certificate, and its CA (the kubelet's
+   * serving certificate is checked when one is given). Pods and Services are not verified.
+   */
+  tls?: KubeletClientTls;
 }
 
 export interface ProxyId {
@@ -116,6 +122,22 @@ export async function serviceLocation(
     return { scheme: scheme || 'http', host: str(address.ip), port: Number(match.port) };
   }
   throw serviceUnavailable(`no endpoints available for service "${id}"`);
+}
+
+/** A node's kubelet (or another port of the node), over HTTPS with the kubelet client certificate by default. */
+export async function nodeLocation(store: Store, id: string, tls: KubeletClientTls): Promise<ProxyLocation> {
+  const { scheme, name, port } = parseProxyId(id, 'node');
+  const node = await store.get(`/registry/nodes/${name}`);
+  if (!node) throw notFound({ group: '', resource: 'nodes' }, name);
+  const addr = kubeletAddress(node.obj);
+  if (!addr) throw serviceUnavailable(`no address known for node "${name}" to proxy to`);
+  const chosen = scheme || 'https';
+  return {
+    scheme: chosen,
+    host: addr.host,
+    port: port ? portNumber(port, `node "${name}"`) : addr.port,
+    ...(chosen === 'https' ? { tls } : {}),
+  };
 }
 
 /** host[:port] as it goes in a URL or a Host header (IPv6 in brackets). */
