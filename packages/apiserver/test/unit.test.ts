@@ -171,6 +171,17 @@ describe('proxy subresource ids and paths', () => {
     assert.throws(() => parseProxyId(':80', 'service'), /invalid service request ":80"/);
   });
 
+  it("leaves a proxied request's query to its backend: ?watch=true is still a get", () => {
+    const info = parseRequestInfo(
+      'GET',
+      '/api/v1/namespaces/default/pods/web:80/proxy/feed',
+      { watch: 'true' },
+      kinds,
+    );
+    assert.equal(info.kind === 'resource' && info.verb, 'get');
+    assert.equal(info.kind === 'resource' && info.subpath, 'feed');
+  });
+
   it('never proxies to loopback or link-local addresses', async () => {
     const { assertProxyable } = await import('../src/subresources/proxy-location.js');
     for (const ip of ['127.0.0.1', '127.9.9.9', '169.254.169.254', '::1', 'fe80::1', '0.0.0.0', 'not-an-ip'])
