@@ -98,6 +98,7 @@ export function defaultPodSpec(spec: Obj): Obj {
   setDefault(spec, 'enableServiceLinks', true);
   for (const c of objects(own(spec, 'containers'))) defaultContainer(c);
   for (const c of objects(own(spec, 'initContainers'))) defaultContainer(c);
+  for (const c of objects(own(spec, 'ephemeralContainers'))) defaultContainer(c);
   for (const v of objects(own(spec, 'volumes'))) defaultVolume(v);
   return spec;
 }

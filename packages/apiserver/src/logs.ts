@@ -86,6 +86,28 @@ export async function containerTarget(
   return { pod, container, ...(await kubeletOfPod(store, ri, pod, purpose)) };
 }
 
+/** A kubelet's error body when it is a Kubernetes Status with a message (its HTTP code wins). */
+function kubeletStatus(text: string, code: number): ConstructorParameters<typeof StatusError>[0] | undefined {
+  if (!text.startsWith('{')) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const s = obj(parsed);
+  if (s.kind !== 'Status' || typeof s.message !== 'string') return undefined;
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message: s.message,
+    reason: str(s.reason) || (code === 404 ? 'NotFound' : code === 400 ? 'BadRequest' : 'InternalError'),
+    code: code >= 400 && code < 600 ? code : 502,
+  };
+}
+
 export async function proxyPodLog(
   store: Store,
   ri: ResourceRequest,
@@ -143,6 +165,10 @@ export async function proxyPodLog(
           upRes.on('data', (c: Buffer) => chunks.push(c));
           upRes.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8').trim();
+            // The kubelet answers with a Status of its own: passed on as it is, so kubectl
+            // shows its message rather than the JSON.
+            const status = kubeletStatus(text, code);
+            if (status) return reject(new StatusError(status));
             reject(
               new StatusError({
                 kind: 'Status',

@@ -92,7 +92,8 @@ export function parseRequestInfo(
   // A namespace's own name is its "namespace" for authorization, as Kubernetes does.
   if (resource === 'namespaces' && name) namespace = name;
   let verb = verbBase;
-  const watch = watchPath || query.watch === 'true' || query.watch === '1';
+  // A proxy's query is its backend's: `?watch=true` there is not a Kubernetes watch.
+  const watch = watchPath || (subpath === undefined && (query.watch === 'true' || query.watch === '1'));
   if (verb === 'get' && !name) verb = watch ? 'watch' : 'list';
   else if (verb === 'get' && watch) verb = 'watch';
   if (verb === 'delete' && !name) verb = 'deletecollection';

@@ -509,7 +509,9 @@ export class Rest {
           );
         }
         keepSystemMetadata(next, currentOut);
-        if (sub === 'status') def.prepareForStatusUpdate?.(next, currentOut);
+        const subDef = sub ? def.subresources.find((s) => s.name === sub) : undefined;
+        if (subDef?.prepareForUpdate) subDef.prepareForUpdate(next, currentOut);
+        else if (sub === 'status') def.prepareForStatusUpdate?.(next, currentOut);
         else if (sub === 'finalize') {
           // finalize changes spec.finalizers and nothing else.
           const fins = obj(next.spec).finalizers;
@@ -547,7 +549,10 @@ export class Rest {
         const claims = claimsDef
           ? await claimsDef.assign(next, currentOut, this.claimReader, attempt)
           : undefined;
-        validateChange(def, next, currentOut);
+        if (subDef?.validateUpdate) {
+          const errs = subDef.validateUpdate(next, currentOut);
+          if (errs.length > 0) throw invalid({ group: def.group, kind: def.kind }, ri.name, errs);
+        } else validateChange(def, next, currentOut);
         for (const admit of this.updateAdmission) await admit(def, sub, next, currentOut);
         nodeRestriction(ctx.user, def, sub, ri.verb, ri.name, currentOut, next);
         if (review) await this.webhooks?.validate({ ...review, object: next });

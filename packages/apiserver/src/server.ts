@@ -70,6 +70,16 @@ export interface ServerDeps {
   notServingReason: () => string;
 }
 
+/** The paths of the pods, services and nodes proxies, whose bodies are streamed rather than read. */
+const PROXY_ROUTES = [
+  ...['pods', 'services'].flatMap((r) => [
+    `/api/v1/namespaces/:namespace/${r}/:name/proxy`,
+    `/api/v1/namespaces/:namespace/${r}/:name/proxy/*`,
+  ]),
+  '/api/v1/nodes/:name/proxy',
+  '/api/v1/nodes/:name/proxy/*',
+];
+
 export function createServer(deps: ServerDeps): FastifyInstance {
   const app = Fastify({
     logger: false,
@@ -203,6 +213,19 @@ export function createServer(deps: ServerDeps): FastifyInstance {
   };
 
   app.route({ method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'], url: '/*', handler });
+  // A proxy subresource's body is streamed to its backend as it comes, never read here.
+  app.register(async (proxies) => {
+    proxies.removeAllContentTypeParsers();
+    proxies.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
+    for (const url of PROXY_ROUTES) {
+      proxies.route({
+        method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'],
+        url,
+        handler,
+        bodyLimit: Number.MAX_SAFE_INTEGER,
+      });
+    }
+  });
   app.route({ method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'], url: '/', handler });
   return app;
 }
@@ -214,6 +237,7 @@ export function createServer(deps: ServerDeps): FastifyInstance {
  */
 function responder(req: FastifyRequest, reply: FastifyReply, ctx: Ctx, metrics: RequestMetrics): Responder {
   const raw: RawExchange = {
+    request: req.raw,
     hijack: () => {
       reply.hijack();
       return reply.raw;

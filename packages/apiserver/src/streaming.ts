@@ -15,6 +15,11 @@ import { obj, str } from './kinds/types.js';
 import { containerTarget, type KubeletClientTls, podOnNode } from './logs.js';
 import type { RequestInfo } from './request.js';
 import type { Store } from './storage.js';
+import { proxyLocation } from './subresources/proxy.js';
+import { proxiedPath, proxyUpgrade } from './subresources/proxy-forward.js';
+
+/** The resources whose proxy subresource passes upgrades through to a backend. */
+const PROXIED = new Set(['pods', 'services', 'nodes']);
 
 /** The kubelet's path for each streaming subresource (Kubernetes' names). */
 const KUBELET_PATH: Record<string, string> = { exec: 'exec', attach: 'attach', portforward: 'portForward' };
@@ -93,9 +98,19 @@ async function streamToKubelet(
   if (!user) throw unauthorized();
   if (!deps.serving()) throw serviceUnavailable('the apiserver is starting');
   const info = deps.parse(req.method ?? 'GET', path, queryOf(url.searchParams));
+  if (info.kind === 'resource' && info.subresource === 'proxy' && PROXIED.has(info.resource) && info.name) {
+    // A WebSocket (or other upgrade) to a pod, a Service or a kubelet passes through as it is.
+    deps.authorize(user, info);
+    const proxied = proxiedPath(req.url ?? '', info.resource);
+    if (!proxied) throw badRequest(`${path} does not name a proxy subresource`);
+    const loc = await proxyLocation(deps.store, info, deps.kubeletTls);
+    return proxyUpgrade(req, socket, head, loc, proxied);
+  }
   const sub = info.kind === 'resource' && info.resource === 'pods' ? info.subresource : '';
   if (info.kind !== 'resource' || !sub || !(sub in KUBELET_PATH) || !info.name)
-    throw badRequest(`${path} cannot be upgraded: only pods/exec, pods/attach and pods/portforward stream`);
+    throw badRequest(
+      `${path} cannot be upgraded: only pods/exec, pods/attach, pods/portforward and the pods, services and nodes proxies stream`,
+    );
   deps.authorize(user, info);
   await deps.admitConnect?.(user, info, connectOptions(sub, url.searchParams));
   if (upgradeProtocol(req) !== 'spdy/3.1') {

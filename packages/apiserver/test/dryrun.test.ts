@@ -208,7 +208,8 @@ describe('every kind, every write verb, with dryRun=All', () => {
         `${label}: deletecollection answers with what it would delete`,
       );
 
-      for (const sub of def.subresources) {
+      // A connect subresource (proxy) stores nothing: there is no dry run of it.
+      for (const sub of def.subresources.filter((s) => !s.connect)) {
         for (const verb of sub.verbs.filter((v) => v !== 'get')) {
           const current = (await api.get(item)).body;
           const example = sub.exampleBody?.(verb, current);

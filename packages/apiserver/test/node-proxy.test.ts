@@ -1,4 +1,4 @@
-// nodes/<name>/proxy/<path>: a GET forwarded to the node's kubelet with the apiserver's
+// nodes/<name>/proxy/<path>: any verb forwarded to the node's kubelet with the apiserver's
 // kubelet client certificate (kubectl get --raw .../proxy/stats/summary). The kubelet is
 // played by a small HTTPS server with the node's serving certificate; who may proxy is RBAC's
 // nodes/proxy (system:kubelet-api-admin).
@@ -18,6 +18,17 @@ before(async () => {
   cp = await startControlPlane({ nodes: ['n1'], tokens: ['bob-token,bob,1002'] });
   api = new Api(cp);
   const fake = await startFakeKubelet(cp, api, 'n1', (req, res) => {
+    if (req.url?.startsWith('/echo')) {
+      let body = '';
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on('end', () => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ method: req.method, url: req.url, body }));
+      });
+      return;
+    }
     if (req.url?.startsWith('/stats/summary')) {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(JSON.stringify(SUMMARY));
@@ -59,12 +70,14 @@ describe('nodes/proxy', () => {
     assert.equal(ghost.body.message, 'nodes "ghost" not found');
   });
 
-  it('is discovered with its verb, and only reads are proxied', async () => {
+  it('is discovered with its verbs, and forwards any of them with the method and body', async () => {
     const d = await api.get('/api/v1');
     const proxy = d.body.resources.find((x: { name: string }) => x.name === 'nodes/proxy');
-    assert.deepEqual(proxy?.verbs, ['get']);
-    const post = await api.req('POST', '/api/v1/nodes/n1/proxy/stats/summary', {});
-    assert.equal(post.status, 405);
+    assert.deepEqual(proxy?.verbs, ['create', 'delete', 'get', 'patch', 'update']);
+    const post = await api.req('POST', '/api/v1/nodes/n1/proxy/echo?x=1', { hello: 'kubelet' });
+    assert.equal(post.status, 200, post.text);
+    assert.deepEqual(post.body, { method: 'POST', url: '/echo?x=1', body: '{"hello":"kubelet"}' });
+    assert.equal(seen[seen.length - 1].clientCN, 'kube-apiserver-kubelet-client');
   });
 
   it('needs nodes/proxy: a user without it is forbidden, system:kubelet-api-admin grants it', async () => {

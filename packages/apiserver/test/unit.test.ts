@@ -160,3 +160,46 @@ describe('object comparison and apps/v1 table cells', () => {
     assert.deepEqual(deployments.table.cells({ metadata: {}, spec: {} }, now).slice(0, 3), ['0/0', 0, 0]);
   });
 });
+
+describe('proxy subresource ids and paths', () => {
+  it('splits [scheme:]name[:port] as Kubernetes does, refusing other schemes', async () => {
+    const { parseProxyId } = await import('../src/subresources/proxy-location.js');
+    assert.deepEqual(parseProxyId('web', 'pod'), { scheme: '', name: 'web', port: '' });
+    assert.deepEqual(parseProxyId('web:80', 'pod'), { scheme: '', name: 'web', port: '80' });
+    assert.deepEqual(parseProxyId('https:web:443', 'pod'), { scheme: 'https', name: 'web', port: '443' });
+    assert.throws(() => parseProxyId('ftp:web:21', 'pod'), /invalid pod request "ftp:web:21"/);
+    assert.throws(() => parseProxyId(':80', 'service'), /invalid service request ":80"/);
+  });
+
+  it("leaves a proxied request's query to its backend: ?watch=true is still a get", () => {
+    const info = parseRequestInfo(
+      'GET',
+      '/api/v1/namespaces/default/pods/web:80/proxy/feed',
+      { watch: 'true' },
+      kinds,
+    );
+    assert.equal(info.kind === 'resource' && info.verb, 'get');
+    assert.equal(info.kind === 'resource' && info.subpath, 'feed');
+  });
+
+  it('never proxies to loopback or link-local addresses', async () => {
+    const { assertProxyable } = await import('../src/subresources/proxy-location.js');
+    for (const ip of ['127.0.0.1', '127.9.9.9', '169.254.169.254', '::1', 'fe80::1', '0.0.0.0', 'not-an-ip'])
+      assert.throws(() => assertProxyable(ip), /address not allowed/, ip);
+    for (const ip of ['10.244.0.5', '192.168.1.1', 'fd00::5']) assertProxyable(ip);
+  });
+
+  it('forwards the path after /proxy as sent, with its query', async () => {
+    const { proxiedPath } = await import('../src/subresources/proxy-forward.js');
+    assert.deepEqual(proxiedPath('/api/v1/namespaces/default/pods/web:80/proxy/a%2Fb/?x=1', 'pods'), {
+      prefix: '/api/v1/namespaces/default/pods/web:80/proxy',
+      rest: '/a%2Fb/',
+      search: '?x=1',
+    });
+    assert.deepEqual(proxiedPath('/api/v1/namespaces/default/services/proxy/proxy', 'services'), {
+      prefix: '/api/v1/namespaces/default/services/proxy/proxy',
+      rest: '',
+      search: '',
+    });
+  });
+});

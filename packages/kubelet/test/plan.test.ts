@@ -124,7 +124,7 @@ function summarize(a: PodActions): string[] {
             `start ${name} restart=${c.restartCount}${flags
               .filter(Boolean)
               .map((f) => ` ${f}`)
-              .join('')}`,
+              .join('')}${c.targetContainerId ? ` target=${c.targetContainerId}` : ''}`,
           );
         } else if (c.kind === 'start-created') lines.push(`start-created ${name} ${c.id}`);
         else if (c.kind === 'kill') lines.push(`kill ${name} ${c.id}${c.respecify ? ' respecify' : ''}`);
@@ -159,7 +159,41 @@ const initPod = (spec: Partial<PodSpec> = {}) =>
 const init1: Container = { name: 'init-1', image: 'busybox:1' };
 const init2: Container = { name: 'init-2', image: 'busybox:1' };
 
+const debug: Container = { name: 'debugger', image: 'busybox:1' };
+const debugPod = pod({ ephemeralContainers: [{ ...debug, targetContainerName: 'web' }] });
+
 const cases: Case[] = [
+  {
+    name: 'an ephemeral container added to a running pod starts, in its target container PID namespace',
+    pod: debugPod,
+    observed: observed(sandbox('sb-1'), [instance('c-1', web, 'CONTAINER_RUNNING')]),
+    expect: ['start debugger restart=0 target=c-1'],
+    reasons: [/debugger: ephemeral container not started yet/],
+  },
+  {
+    name: 'an ephemeral container that exited is never started again',
+    pod: debugPod,
+    observed: observed(sandbox('sb-1'), [
+      instance('c-1', web, 'CONTAINER_RUNNING'),
+      instance('e-1', debug, 'CONTAINER_EXITED', { exitCode: 1 }),
+    ]),
+    expect: [],
+  },
+  {
+    name: 'a new sandbox starts the pod containers but not its ephemeral ones',
+    pod: debugPod,
+    observed: observed(sandbox('sb-1', 'SANDBOX_NOTREADY'), [
+      instance('c-1', web, 'CONTAINER_EXITED'),
+      instance('e-1', debug, 'CONTAINER_EXITED'),
+    ]),
+    expect: [
+      'kill-sandbox sb-1 containers=',
+      'create-sandbox attempt=1',
+      'carry web=1,debugger=1',
+      'remove-sandboxes sb-1',
+      'start web restart=1',
+    ],
+  },
   {
     name: 'a new pod: a sandbox (attempt 0), then its container',
     observed: observed(undefined),
@@ -538,4 +572,27 @@ test('container config: a Block volume is a device at its devicePath, an undefin
     () => containerConfig({ ...input, volumePaths: new Map() }),
     /volume "raw" is a device but not defined in the pod/,
   );
+});
+
+test('container config: an ephemeral container with a running target joins its PID namespace', () => {
+  const pod = { metadata: { name: 'p', namespace: 'default', uid: 'u1' }, spec: { containers: [web] } };
+  const input = {
+    pod,
+    ref: { uid: 'u1', name: 'p', namespace: 'default' },
+    container: debug,
+    env: [],
+    restartCount: 0,
+    volumePaths: new Map(),
+    isInit: false,
+  } as unknown as Parameters<typeof containerConfig>[0];
+  assert.deepEqual(
+    containerConfig({ ...input, targetContainerId: 'c-1' }).linux?.securityContext?.namespaceOptions,
+    {
+      network: 'POD',
+      pid: 'TARGET',
+      ipc: 'POD',
+      targetId: 'c-1',
+    },
+  );
+  assert.equal(containerConfig(input).linux?.securityContext?.namespaceOptions?.pid, 'CONTAINER');
 });

@@ -52,7 +52,13 @@ import {
   validateObjectMetaUpdate,
 } from './meta.js';
 import { validateNetworkPolicy } from './networking.js';
-import { validateBindingTarget, validatePodSpec, validatePodSpecUpdate } from './pod.js';
+import {
+  validateBindingTarget,
+  validateEphemeralContainersAdditions,
+  validatePodCreate,
+  validatePodSpec,
+  validatePodSpecUpdate,
+} from './pod.js';
 import { validatePodTemplate } from './pod-template.js';
 import { validatePodDisruptionBudget } from './policy.js';
 import {
@@ -88,6 +94,7 @@ const validators: Record<string, KindValidator> = {
   '/Pod': {
     name: nameIsDNSSubdomain,
     create: (o, errs) => validatePodSpec(own(o, 'spec'), 'spec', errs),
+    createOnly: validatePodCreate,
     update: (n, o, errs) => validatePodSpecUpdate(own(n, 'spec'), own(o, 'spec'), errs),
   },
   '/Node': { name: nameIsDNSSubdomain, create: validateNode, update: validateNodeUpdate },
@@ -265,6 +272,30 @@ export function validateUpdate(newObj: unknown, oldObj: unknown): FieldError[] {
 }
 
 /** The 422 Invalid StatusError Kubernetes returns for these errors (`Pod "x" is invalid: ...`). */
+/**
+ * A write through pods/ephemeralcontainers: the pod as any update checks it, except that
+ * its ephemeral containers may change (only by additions), which no other update may.
+ */
+export function validateEphemeralContainersUpdate(newPod: unknown, oldPod: unknown): FieldError[] {
+  const n = isObj(newPod) ? newPod : {};
+  const o = isObj(oldPod) ? oldPod : {};
+  const newSpec = isObj(own(n, 'spec')) ? (own(n, 'spec') as Obj) : {};
+  const oldSpec = isObj(own(o, 'spec')) ? (own(o, 'spec') as Obj) : {};
+  // The spec-change rule compares with the old ephemeral containers in place; the new ones
+  // are checked on their own (validatePodSpec, through the new pod's create rules).
+  const errs = validateUpdate(
+    { ...n, spec: { ...newSpec, ephemeralContainers: own(oldSpec, 'ephemeralContainers') } },
+    o,
+  );
+  const own_ = errs.length;
+  validatePodSpec(newSpec, 'spec', errs);
+  // Only what concerns the ephemeral containers is new: the rest was just reported.
+  const added = errs.splice(own_).filter((e) => e.field.startsWith('spec.ephemeralContainers'));
+  errs.push(...added);
+  validateEphemeralContainersAdditions(n, o, errs);
+  return errs;
+}
+
 export function invalidError(obj: unknown, errs: readonly FieldError[]): StatusError {
   const o = isObj(obj) ? obj : {};
   const apiVersion = typeof own(o, 'apiVersion') === 'string' ? (own(o, 'apiVersion') as string) : '';

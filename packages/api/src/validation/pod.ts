@@ -411,6 +411,66 @@ function validateContainer(c: Obj, p: string, ctx: SpecContext, init: boolean): 
   }
 }
 
+/** What an ephemeral container may not have: it is never restarted, probed, exposed or given resources. */
+const EPHEMERAL_FORBIDDEN_FIELDS = [
+  'lifecycle',
+  'livenessProbe',
+  'ports',
+  'readinessProbe',
+  'resizePolicy',
+  'resources',
+  'restartPolicy',
+  'startupProbe',
+];
+
+function isEmptyValue(v: unknown): boolean {
+  if (v === undefined || v === null || v === '') return true;
+  if (Array.isArray(v)) return v.length === 0;
+  return isObj(v) && Object.values(v).every(isEmptyValue);
+}
+
+/**
+ * A pod's ephemeral containers (kubectl debug): names unique across all of the pod's
+ * containers, none of the forbidden fields, no subPath mounts, and a targetContainerName
+ * naming one of the pod's (init) containers. `names` holds the others' names.
+ */
+function validateEphemeralContainers(spec: Obj, path: string, ctx: SpecContext, names: Set<string>): void {
+  const { errs } = ctx;
+  const targets = new Set(names);
+  const field = `${path}.ephemeralContainers`;
+  for (const [i, item] of arrAt(own(spec, 'ephemeralContainers'), field, errs).entries()) {
+    const p = `${field}[${i}]`;
+    const c = objAt(item, p, errs);
+    if (!c) continue;
+    const name = strAt(own(c, 'name'), `${p}.name`, errs) ?? '';
+    if (!name) errs.push(fieldErrors.required(`${p}.name`));
+    else {
+      nameErrors(name, isDNS1123Label(name), `${p}.name`, errs);
+      if (names.has(name)) errs.push(fieldErrors.duplicate(`${p}.name`, name));
+      names.add(name);
+    }
+    const rest: Obj = { ...c };
+    for (const f of EPHEMERAL_FORBIDDEN_FIELDS) {
+      // Empty is unset, as Go's zero values are: kubectl debug sends `resources: {}`.
+      if (isEmptyValue(own(c, f))) continue;
+      errs.push(fieldErrors.forbidden(`${p}.${f}`, 'cannot be set for an Ephemeral Container'));
+      delete rest[f];
+    }
+    for (const [j, m] of arrAt(own(c, 'volumeMounts'), `${p}.volumeMounts`, errs).entries()) {
+      if (isObj(m) && own(m, 'subPath'))
+        errs.push(
+          fieldErrors.forbidden(
+            `${p}.volumeMounts[${j}].subPath`,
+            'cannot be set for an Ephemeral Container',
+          ),
+        );
+    }
+    const target = strAt(own(c, 'targetContainerName'), `${p}.targetContainerName`, errs);
+    if (target && !targets.has(target)) errs.push(fieldErrors.notFound(`${p}.targetContainerName`, target));
+    validateContainer(rest, p, ctx, false);
+  }
+}
+
 function validateVolumes(v: unknown, path: string, ctx: SpecContext): void {
   const { errs } = ctx;
   for (const [i, item] of arrAt(v, path, errs).entries()) {
@@ -583,6 +643,7 @@ export function validatePodSpec(
   };
   eachContainer('initContainers', true);
   eachContainer('containers', false);
+  validateEphemeralContainers(spec, path, ctx, containerNames);
 
   const restart = strAt(own(spec, 'restartPolicy'), `${path}.restartPolicy`, errs);
   if (!restart) errs.push(fieldErrors.required(`${path}.restartPolicy`));
@@ -712,6 +773,46 @@ export function validatePodSpecUpdate(newSpecV: unknown, oldSpecV: unknown, errs
       .sort()
       .map((k) => `spec.${k}`);
     errs.push(fieldErrors.forbidden('spec', `${POD_UPDATE_FORBIDDEN}\n  changed: ${changed.join(', ')}`));
+  }
+}
+
+/** A pod is created without ephemeral containers: they are only added to a running pod. */
+export function validatePodCreate(pod: Obj, errs: FieldError[]): void {
+  const spec = own(pod, 'spec');
+  const list = isObj(spec) ? own(spec, 'ephemeralContainers') : undefined;
+  if (Array.isArray(list) && list.length > 0)
+    errs.push(fieldErrors.forbidden('spec.ephemeralContainers', 'cannot be set on create'));
+}
+
+/**
+ * The pods/ephemeralcontainers rule: existing ephemeral containers stay as they are;
+ * only new ones may be added.
+ */
+export function validateEphemeralContainersAdditions(newPod: Obj, oldPod: Obj, errs: FieldError[]): void {
+  const list = (pod: Obj) => {
+    const spec = own(pod, 'spec');
+    const v = isObj(spec) ? own(spec, 'ephemeralContainers') : undefined;
+    return (Array.isArray(v) ? v : []).filter(isObj);
+  };
+  const now = new Map(list(newPod).map((c) => [own(c, 'name'), c]));
+  for (const [i, old] of list(oldPod).entries()) {
+    const name = String(own(old, 'name'));
+    const cur = now.get(name);
+    if (!cur) {
+      errs.push(
+        fieldErrors.forbidden(
+          'spec.ephemeralContainers',
+          `existing ephemeral containers "${name}" may not be removed`,
+        ),
+      );
+    } else if (!jsonEqual(cur, old)) {
+      errs.push(
+        fieldErrors.forbidden(
+          `spec.ephemeralContainers[${i}]`,
+          `existing ephemeral containers "${name}" may not be changed`,
+        ),
+      );
+    }
   }
 }
 

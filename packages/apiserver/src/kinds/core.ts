@@ -7,7 +7,7 @@ import { schemas } from '../model/schema.js';
 import { nowRfc3339 } from '../objects.js';
 import type { KObject } from '../storage.js';
 import { finalizeSubresource } from '../subresources/finalize.js';
-import { nodeProxySubresource } from '../subresources/node-proxy.js';
+import { nodeProxySubresource } from '../subresources/proxy.js';
 import { statusSubresource } from '../subresources/status.js';
 import { age, humanDuration } from '../table.js';
 import { arr, type KindDef, meta, obj, str } from './types.js';

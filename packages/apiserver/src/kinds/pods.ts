@@ -9,8 +9,10 @@ import {
 import { schemas } from '../model/schema.js';
 import type { KObject } from '../storage.js';
 import { bindingSubresource } from '../subresources/binding.js';
+import { ephemeralContainersSubresource } from '../subresources/ephemeral-containers.js';
 import { evictionSubresource } from '../subresources/eviction.js';
 import { logSubresource } from '../subresources/log.js';
+import { podProxySubresource } from '../subresources/proxy.js';
 import { statusSubresource } from '../subresources/status.js';
 import { age } from '../table.js';
 import { arr, type KindDef, meta, type Obj, obj, str } from './types.js';
@@ -140,7 +142,14 @@ export const pods: KindDef = {
   categories: ['all'],
   schema: schemas.pod,
   nameRule: 'subdomain',
-  subresources: [statusSubresource, bindingSubresource, logSubresource, evictionSubresource],
+  subresources: [
+    statusSubresource,
+    bindingSubresource,
+    logSubresource,
+    evictionSubresource,
+    podProxySubresource,
+    ephemeralContainersSubresource,
+  ],
   generation: true,
   example: { spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] } },
   deletion: {

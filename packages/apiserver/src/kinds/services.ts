@@ -12,6 +12,7 @@ import {
 } from '../services/allocator.js';
 import { type ServiceNetworking, serviceNetworking } from '../services/networking.js';
 import type { KObject } from '../storage.js';
+import { serviceProxySubresource } from '../subresources/proxy.js';
 import { statusSubresource } from '../subresources/status.js';
 import { age } from '../table.js';
 import { arr, type Column, type KindDef, type Obj, obj, str } from './types.js';
@@ -191,7 +192,7 @@ export function serviceKind(net: ServiceNetworking): KindDef {
     categories: ['all'],
     schema: schemas.service,
     nameRule: 'label',
-    subresources: [statusSubresource],
+    subresources: [statusSubresource, serviceProxySubresource],
     example: { spec: { selector: { app: 'example' }, ports: [{ port: 80 }] } },
     claims: new ServiceClaims(net),
     prepareForCreate(o) {

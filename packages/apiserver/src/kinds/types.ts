@@ -3,7 +3,7 @@
 // of these and adding it to the registry; what only that kind does (its delete
 // strategy, its subresources) are hooks on it, never a test of its name in the
 // generic code.
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FieldError, Shape } from '@kubit/api';
 import type { KubeletClientTls } from '../logs.js';
 import type { NameRule } from '../model/names.js';
@@ -145,6 +145,8 @@ export interface SubresourceRequest {
 }
 
 export interface RawExchange {
+  /** The request as it came (its raw URL, headers, and for a proxy subresource its unread body). */
+  request: IncomingMessage;
   /** Takes over the response: the handler writes status, headers and body itself. */
   hijack(): ServerResponse;
   onClose(fn: () => void): void;
@@ -164,6 +166,18 @@ export interface SubresourceDef {
    * test writes through every subresource of every kind with it.
    */
   exampleBody?(verb: string, parent: KObject): { body: unknown; contentType?: string } | undefined;
+  /**
+   * For a write subresource that changes one part of its parent (pods/ephemeralcontainers):
+   * keeps everything else of `current` in `next`, in place of the kind's own prepareForUpdate.
+   */
+  prepareForUpdate?(next: KObject, current: KObject): void;
+  /** Replaces the kind's update validation for writes through this subresource. */
+  validateUpdate?(next: KObject, current: KObject): FieldError[];
+  /**
+   * A connect subresource (proxy): its verbs reach a backend, nothing is stored, so it has
+   * no dry run and no example bodies.
+   */
+  connect?: boolean;
 }
 
 /** A kind's own delete semantics; the generic delete handles finalizers and propagation. */

@@ -272,7 +272,13 @@ export class PodExecutor {
     if (!(await this.images.ensure(c))) return;
     let config: ContainerConfig;
     try {
-      config = await this.buildConfig(c, action.restartCount, volumePaths, action.isInit);
+      config = await this.buildConfig(
+        c,
+        action.restartCount,
+        volumePaths,
+        action.isInit,
+        action.targetContainerId,
+      );
     } catch (err) {
       if (!(err instanceof ContainerConfigError || err instanceof MountError)) throw err;
       this.waiting.set(c.name, { reason: 'CreateContainerConfigError', message: err.message });
@@ -304,6 +310,7 @@ export class PodExecutor {
     restartCount: number,
     volumePaths: Map<string, string>,
     isInit: boolean,
+    targetContainerId?: string,
   ): Promise<ContainerConfig> {
     const services = this.ctx.services ? serviceEnv(visibleServices(this.pod, this.ctx.services)) : undefined;
     const env = await containerEnv(
@@ -322,6 +329,7 @@ export class PodExecutor {
       volumePaths,
       isInit,
       etcHostsPath: this.etcHostsPath,
+      ...(targetContainerId ? { targetContainerId } : {}),
     });
   }
 

@@ -50,6 +50,8 @@ export type ContainerAction =
       countsAsCrash: boolean;
       /** The last instance ran long enough that its backoff starts over. */
       resetBackoff: boolean;
+      /** An ephemeral container's targetContainerName, running: it joins that container's PID namespace. */
+      targetContainerId?: string;
       reason: string;
     }
   | { kind: 'start-created'; container: Container; id: string; reason: string }
@@ -112,7 +114,10 @@ export function computePodActions(input: PlanInput): PodActions {
     return {
       kind: 'run',
       sandboxesToRemove: obs.staleSandboxIds,
-      containers: planContainers(input, obs.instances, input.carriedRestarts),
+      containers: [
+        ...planContainers(input, obs.instances, input.carriedRestarts),
+        ...planEphemeralContainers(pod, obs.instances),
+      ],
     };
   }
   // Without the node's CNI config a sandbox would fail (or get no IP): wait in ContainerCreating.
@@ -193,6 +198,36 @@ function planContainers(
     } else {
       actions.push(startOrBackOff(input, c, cur, carried, false));
     }
+  }
+  return actions;
+}
+
+/**
+ * Ephemeral containers (kubectl debug) start once, in the running sandbox, and are never
+ * started again: not after they exit, not in a new sandbox (Kubernetes' rule). One whose
+ * targetContainerName runs shares that container's PID namespace.
+ */
+function planEphemeralContainers(pod: Pod, instances: Map<string, ContainerStatus[]>): ContainerAction[] {
+  const actions: ContainerAction[] = [];
+  for (const ec of pod.spec?.ephemeralContainers ?? []) {
+    const c = ec as Container;
+    const [cur] = instances.get(c.name) ?? [];
+    if (cur?.state === 'CONTAINER_CREATED') {
+      actions.push({ kind: 'start-created', container: c, id: cur.id, reason: 'created but not started' });
+      continue;
+    }
+    if (cur) continue;
+    const [target] = ec.targetContainerName ? (instances.get(ec.targetContainerName) ?? []) : [];
+    actions.push({
+      kind: 'start',
+      container: c,
+      isInit: false,
+      restartCount: 0,
+      countsAsCrash: false,
+      resetBackoff: false,
+      ...(target?.state === 'CONTAINER_RUNNING' ? { targetContainerId: target.id } : {}),
+      reason: 'ephemeral container not started yet',
+    });
   }
   return actions;
 }

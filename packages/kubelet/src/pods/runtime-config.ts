@@ -74,7 +74,9 @@ export function sandboxConfig(
   );
   return {
     metadata: { name: ref.name, uid: ref.uid, namespace: ref.namespace, attempt },
-    hostname: (spec.hostname ?? ref.name).slice(0, 63),
+    // A pod on the host's network shares the host's UTS namespace too: it keeps the node's
+    // hostname (runc refuses to set one there), as Kubernetes' kubelet leaves it unset.
+    hostname: spec.hostNetwork ? '' : (spec.hostname ?? ref.name).slice(0, 63),
     logDirectory: podLogDirectory(podLogsDir, ref),
     portMappings,
     ...(dns ? { dnsConfig: dns } : {}),
@@ -103,11 +105,23 @@ export interface ContainerConfigInput {
   isInit: boolean;
   /** The pod's managed /etc/hosts (dns.ts), mounted unless the container mounts its own. */
   etcHostsPath?: string;
+  /** An ephemeral container's target: the running container whose PID namespace it joins. */
+  targetContainerId?: string;
 }
 
 /** Throws ContainerConfigError when the container mounts a volume the pod does not define. */
 export function containerConfig(input: ContainerConfigInput): ContainerConfig {
-  const { pod, ref, container: c, env, restartCount, volumePaths, isInit, etcHostsPath } = input;
+  const {
+    pod,
+    ref,
+    container: c,
+    env,
+    restartCount,
+    volumePaths,
+    isInit,
+    etcHostsPath,
+    targetContainerId,
+  } = input;
   const vars = new Map(env.map((e) => [e.key, e.value]));
   const mounts: Mount[] = [];
   for (const vm of c.volumeMounts ?? []) {
@@ -168,7 +182,9 @@ export function containerConfig(input: ContainerConfigInput): ContainerConfig {
               },
             }
           : {}),
-        namespaceOptions: namespaceOptions(pod),
+        namespaceOptions: targetContainerId
+          ? { ...namespaceOptions(pod), pid: 'TARGET', targetId: targetContainerId }
+          : namespaceOptions(pod),
       },
     },
   };

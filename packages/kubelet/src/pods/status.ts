@@ -211,5 +211,11 @@ export function computePodStatus(input: StatusInput): PodStatus {
     status.podIPs = [{ ip: input.podIP }];
   }
   if (inits.length > 0) status.initContainerStatuses = inits.map(strip);
+  // Ephemeral containers never make a pod ready or finished: they are only reported.
+  const ephemeral = (pod.spec?.ephemeralContainers ?? []).map((c) =>
+    strip(containerStatus(c as Container, input, 'ContainerCreating')),
+  );
+  if (ephemeral.length > 0)
+    status.ephemeralContainerStatuses = ephemeral.map((s) => ({ ...s, ready: false }));
   return status;
 }

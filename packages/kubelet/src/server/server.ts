@@ -133,9 +133,11 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Fa
         'NotFound',
         `pod "${podName}" in namespace "${namespace}" not found on this node`,
       );
-    const known = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some(
-      (c) => c.name === container,
-    );
+    const known = [
+      ...(pod.spec?.containers ?? []),
+      ...(pod.spec?.initContainers ?? []),
+      ...(pod.spec?.ephemeralContainers ?? []),
+    ].some((c) => c.name === container);
     if (!known) {
       return status(reply, 400, 'BadRequest', `container ${container} is not valid for pod ${podName}`);
     }

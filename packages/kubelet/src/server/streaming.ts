@@ -75,9 +75,11 @@ async function sessionUrl(opts: StreamingOptions, req: IncomingMessage, url: URL
     if (!sandbox) throw new Refusal(400, 'BadRequest', `pod "${podName}" has no running sandbox`);
     return opts.runtime.portForward(sandbox.id, ports);
   }
-  const known = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some(
-    (c) => c.name === container,
-  );
+  const known = [
+    ...(pod.spec?.containers ?? []),
+    ...(pod.spec?.initContainers ?? []),
+    ...(pod.spec?.ephemeralContainers ?? []),
+  ].some((c) => c.name === container);
   if (!known) throw new Refusal(400, 'BadRequest', `container ${container} is not valid for pod ${podName}`);
   const [running] = await opts.runtime.listContainers({
     labelSelector: { [POD_UID_LABEL]: uid, [CONTAINER_NAME_LABEL]: container },
