@@ -8,6 +8,11 @@ export interface WalFile {
   write(buf: Buffer, position: number): void;
   /** Makes every byte written so far durable; the event loop stays free meanwhile. */
   datasync(): Promise<void>;
+  /**
+   * Writes zeros over [from, to) and makes them durable, off the event loop:
+   * space allocated ahead of the records that will land there.
+   */
+  fill(from: number, to: number): Promise<void>;
   close(): void;
 }
 
@@ -15,9 +20,9 @@ export interface WalFs {
   list(dir: string): string[];
   read(path: string): Buffer;
   open(path: string): WalFile;
-  /** Creates `path` holding `size` zero bytes, durable (a segment preallocated ahead of need). */
-  preallocate(path: string, size: number): Promise<void>;
-  /** Cuts `path` to `length` bytes, then zero-fills it back to `size` (a torn tail repaired). */
+  /** Creates `path` as `size` bytes of holes (reading as zeros); WalFile.fill allocates them. */
+  createSparse(path: string, size: number): Promise<void>;
+  /** Cuts `path` to `length` bytes, then extends it back to `size` with holes (a torn tail repaired). */
   truncate(path: string, length: number, size: number): void;
   rename(from: string, to: string): void;
   unlink(path: string): void;
@@ -42,6 +47,16 @@ class NodeWalFile implements WalFile {
     });
   }
 
+  async fill(from: number, to: number): Promise<void> {
+    for (let at = from; at < to; at += ZERO_CHUNK.length) {
+      const n = Math.min(ZERO_CHUNK.length, to - at);
+      await new Promise<void>((resolve, reject) => {
+        fs.write(this.fd, ZERO_CHUNK, 0, n, at, (err) => (err ? reject(err) : resolve()));
+      });
+    }
+    await this.datasync();
+  }
+
   close(): void {
     fs.closeSync(this.fd);
   }
@@ -51,15 +66,11 @@ export const nodeWalFs: WalFs = {
   list: (dir) => fs.readdirSync(dir),
   read: (path) => fs.readFileSync(path),
   open: (path) => new NodeWalFile(fs.openSync(path, 'r+')),
-  async preallocate(path, size) {
-    // Zero-filled, not sparse: a write into a hole makes fdatasync commit the
-    // block allocation too, and the WAL's point is one cheap sync per batch.
+  async createSparse(path, size) {
     const fh = await fs.promises.open(path, 'w');
     try {
-      for (let at = 0; at < size; at += ZERO_CHUNK.length) {
-        await fh.write(ZERO_CHUNK, 0, Math.min(ZERO_CHUNK.length, size - at), at);
-      }
-      await fh.datasync();
+      await fh.truncate(size);
+      await fh.sync();
     } finally {
       await fh.close();
     }
@@ -68,10 +79,8 @@ export const nodeWalFs: WalFs = {
     const fd = fs.openSync(path, 'r+');
     try {
       fs.ftruncateSync(fd, length);
-      for (let at = length; at < size; at += ZERO_CHUNK.length) {
-        fs.writeSync(fd, ZERO_CHUNK, 0, Math.min(ZERO_CHUNK.length, size - at), at);
-      }
-      fs.fdatasyncSync(fd);
+      fs.ftruncateSync(fd, size);
+      fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
     }

@@ -1,7 +1,10 @@
 // kubit-store's write-ahead log for the raft log and hard state, as etcd's
-// WAL holds them: segments of `segmentBytes` (64 MiB) preallocated ahead of
-// need, each write one positioned write() of whole records plus at most one
-// fdatasync. Writes queue: while one is being synced, the next collects
+// WAL holds them: segments of `segmentBytes` (64 MiB), each write one
+// positioned write() of whole records plus at most one fdatasync. Records
+// land only in space zero-filled (and synced) ahead of them, FILL_CHUNK at a
+// time in the background: a write into a hole would make its fdatasync
+// commit the block allocation too, and zero-filling all 64 MiB at once would
+// cost every member 128 MiB of writes when it starts. (Node has no fallocate.) Writes queue: while one is being synced, the next collects
 // everything saved meanwhile (group commit), so there is one write in flight
 // and a later write never reaches the disk before an earlier one is durable
 // (replay relies on that to tell a torn tail from damage).
@@ -27,6 +30,8 @@ import { parseSegmentName, replaySegments, type Segment, segmentName, type WalSt
 
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 const SPARE = 'next.tmp';
+/** Zero-filled ahead of the write position, one chunk at a time. */
+const FILL_CHUNK = 4 * 1024 * 1024;
 
 export interface WalOptions {
   segmentBytes?: number;
@@ -56,8 +61,13 @@ export class Wal {
   /** Segments in order; the last is the one written to. */
   private segments: Segment[] = [];
   private spareReady: Promise<void> | undefined;
+  /** Bytes of the current segment zero-filled and synced: writes stay below it. */
+  private filled = 0;
+  private filling: Promise<void> | undefined;
+  private fillError: Error | undefined;
   private pending: Pending[] = [];
   private pendingWaiters: Waiter[] = [];
+  private inFlightWaiters: Waiter[] = [];
   /** The last entry index in a write that reached the disk (its segment's successor starts after it). */
   private writtenLast: number;
   private inFlight = false;
@@ -141,7 +151,10 @@ export class Wal {
     wal.file = fs.open(lastPath);
     wal.offset = end.offset;
     wal.crc = end.crc;
+    // What lies past the last record may be holes (a repaired tail, a spare cut short): fill from there.
+    wal.filled = wal.offset;
     if (wal.offset === 0) wal.writeHead();
+    wal.fillAhead();
     wal.prepareSpare();
     return { wal, state };
   }
@@ -157,6 +170,17 @@ export class Wal {
     if (index <= this.durable) return Promise.resolve();
     return new Promise((resolve, reject) => {
       this.durableWaiters.push({ index, resolve, reject });
+    });
+  }
+
+  /** Settles once every write queued so far is durable; undefined when none is queued or in flight. */
+  idle(): Promise<void> | undefined {
+    const list =
+      this.pendingWaiters.length > 0 ? this.pendingWaiters : this.inFlight ? this.inFlightWaiters : undefined;
+    if (!list) return undefined;
+    if (this.failed) return Promise.reject(this.failed);
+    return new Promise((resolve, reject) => {
+      list.push({ resolve, reject });
     });
   }
 
@@ -235,6 +259,7 @@ export class Wal {
     while (this.inFlight || this.pending.length > 0) await this.flush();
     this.closed = true;
     await this.spareReady?.catch(() => undefined);
+    await this.filling;
     this.file.close();
   }
 
@@ -257,6 +282,7 @@ export class Wal {
     this.inFlight = true;
     const records = this.pending;
     const waiters = this.pendingWaiters;
+    this.inFlightWaiters = waiters;
     this.pending = [];
     this.pendingWaiters = [];
     let upTo = -1;
@@ -309,6 +335,9 @@ export class Wal {
     // the lower of what is on disk + 1 and this write's first entry.
     if (this.offset + size > this.segmentBytes && this.offset > 0)
       await this.cut(Math.min(this.writtenLast + 1, firstEntry));
+    // Only into filled space (a write past the segment's size extends the file, a rare huge write).
+    while (this.offset + size > this.filled && this.filled < this.segmentBytes)
+      await this.waitFill(this.offset + size);
     const buf = Buffer.allocUnsafe(size);
     let at = 0;
     let crc = writeRecord(buf, 0, RT.batch, batchPayload(this.crc, size), this.crc);
@@ -320,7 +349,39 @@ export class Wal {
     this.file.write(buf, this.offset);
     this.offset += size;
     this.crc = crc;
+    this.fillAhead();
     await this.file.datasync();
+  }
+
+  /** Keeps two chunks zero-filled past the write position (and at least up to `atLeast`). */
+  private fillAhead(atLeast = 0): void {
+    if (this.filling || this.closed) return;
+    const want = Math.min(this.segmentBytes, Math.max(atLeast, this.offset + 2 * FILL_CHUNK));
+    if (this.filled >= want) return;
+    const file = this.file;
+    const from = this.filled;
+    const to = Math.min(this.segmentBytes, from + FILL_CHUNK);
+    this.filling = file.fill(from, to).then(
+      () => {
+        this.filling = undefined;
+        if (file !== this.file) return;
+        this.filled = to;
+        this.fillAhead(atLeast);
+      },
+      (err: unknown) => {
+        this.filling = undefined;
+        if (file !== this.file) return;
+        this.fillError = err instanceof Error ? err : new Error(String(err));
+        this.logger?.error({ err }, 'wal: zero-filling ahead of the writes failed');
+      },
+    );
+  }
+
+  private async waitFill(upTo: number): Promise<void> {
+    if (this.fillError) throw this.fillError;
+    this.fillAhead(upTo);
+    if (this.filling) await this.filling;
+    if (this.fillError) throw this.fillError;
   }
 
   /** Writes a segment's head at offset 0 of the current file (not synced here). */
@@ -341,9 +402,20 @@ export class Wal {
     this.crc = crc;
   }
 
+  /** The next segment, made ahead: holes, its first chunk filled. */
   private prepareSpare(): void {
     const path = join(this.dir, SPARE);
-    this.spareReady = this.fs.preallocate(path, this.segmentBytes);
+    const fs = this.fs;
+    const size = this.segmentBytes;
+    this.spareReady = (async () => {
+      await fs.createSparse(path, size);
+      const f = fs.open(path);
+      try {
+        await f.fill(0, Math.min(size, FILL_CHUNK));
+      } finally {
+        f.close();
+      }
+    })();
     // Failure surfaces at the next cut, which awaits this promise.
     this.spareReady.catch((err: unknown) =>
       this.logger?.warn({ err }, 'wal: preallocating the next segment failed'),
@@ -357,7 +429,10 @@ export class Wal {
     const seq = this.segments.length > 0 ? this.segments[this.segments.length - 1].seq + 1 : 0;
     const spare = join(this.dir, SPARE);
     const old = this.file;
+    // Its fill must end before its descriptor closes (a reused number would get the zeros).
+    await this.filling;
     this.file = this.fs.open(spare);
+    this.filled = Math.min(this.segmentBytes, FILL_CHUNK);
     this.writeHead();
     await this.file.datasync();
     const name = segmentName(seq, startIndex);
@@ -371,8 +446,10 @@ export class Wal {
 
   private async createFirstSegment(state: WalState): Promise<void> {
     const spare = join(this.dir, SPARE);
-    await this.fs.preallocate(spare, this.segmentBytes);
+    this.prepareSpare();
+    await this.spareReady;
     this.file = this.fs.open(spare);
+    this.filled = Math.min(this.segmentBytes, FILL_CHUNK);
     this.crc = 0;
     this.writeHead();
     await this.file.datasync();

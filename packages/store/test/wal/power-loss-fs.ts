@@ -1,7 +1,7 @@
 // A WalFs over real files that can forget, at a simulated power loss, every
 // byte written since the last fdatasync of its file (the page cache dies
 // with the machine), and can make each fdatasync slow. Preallocation,
-// repair and directory syncs are durable at once (they sync themselves).
+// zero-fills, repair and directory syncs are durable at once (they sync themselves).
 import * as fs from 'node:fs';
 import { nodeWalFs, type WalFile, type WalFs } from '../../src/wal/fs.js';
 
@@ -42,6 +42,11 @@ class TrackedFile implements WalFile {
     this.owner.alive();
     this.undo.splice(0, covered);
     this.owner.syncs++;
+  }
+
+  async fill(from: number, to: number): Promise<void> {
+    this.owner.alive();
+    await this.inner.fill(from, to);
   }
 
   close(): void {
@@ -92,9 +97,9 @@ export class PowerLossFs implements WalFs {
     this.files.push(f);
     return f;
   }
-  async preallocate(path: string, size: number): Promise<void> {
+  async createSparse(path: string, size: number): Promise<void> {
     this.alive();
-    await nodeWalFs.preallocate(path, size);
+    await nodeWalFs.createSparse(path, size);
   }
   truncate(path: string, length: number, size: number): void {
     this.alive();

@@ -64,6 +64,20 @@ test('entries and hard states round-trip across segment cuts', async () => {
   assert.equal(Buffer.from(state.entries[299].data).length, 300);
 });
 
+test('a write larger than the space filled ahead waits for the fill, in a full-size segment', async () => {
+  const dir = await tempDir();
+  const { wal } = await Wal.open(dir);
+  const big = Array.from({ length: 10 }, (_, i) => entry(i + 1, 1, 1024 * 1024));
+  await wal.save({ term: 1, vote: '', commit: 0 }, big);
+  await wal.save(undefined, [entry(11)]);
+  await wal.close();
+  const { wal: again, state } = await Wal.open(dir);
+  await again.close();
+  assert.equal(state.entries.length, 11);
+  assert.equal(Buffer.from(state.entries[9].data).length, 1024 * 1024);
+  assert.equal(fs.statSync(join(dir, segments(dir)[0])).size, 64 * 1024 * 1024);
+});
+
 test('a later entry at a lower index replaces the tail (a new leader overwrote it)', async () => {
   const dir = await tempDir();
   const { wal } = await Wal.open(dir, { segmentBytes: SEGMENT });
