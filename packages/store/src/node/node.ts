@@ -42,11 +42,18 @@ const FLUSH_DELAY_MS = 100;
 const MAX_UNWRITTEN_OPS = 10_000;
 
 /**
- * Messages that forward a client request to the leader promise nothing about
- * this member's log or vote: they may leave before this Ready's write.
+ * Messages that promise nothing about this member's log or vote may leave
+ * before this Ready's write: requests forwarded to the leader, and heartbeat
+ * answers (they only say "I hear you"; holding them behind a slow fsync
+ * would make a leader with checkQuorum think it lost its followers).
  */
-function isForwardedRequest(m: Message): boolean {
-  return m.type === 'MsgProp' || m.type === 'MsgReadIndex' || m.type === 'MsgTransferLeader';
+function promisesNothing(m: Message): boolean {
+  return (
+    m.type === 'MsgProp' ||
+    m.type === 'MsgReadIndex' ||
+    m.type === 'MsgTransferLeader' ||
+    m.type === 'MsgHeartbeatResp'
+  );
 }
 
 /** One level batch through the chained API (about half the CPU of the array form per operation). */
@@ -411,8 +418,8 @@ export class RaftNode {
     // A leader sends in parallel with its own write: its entries count for
     // commitment only once persisted() reports them durable. Anyone may
     // forward a client request at once: it promises nothing.
-    const early = this.isLeader ? rd.messages : rd.messages.filter(isForwardedRequest);
-    const late = this.isLeader ? [] : rd.messages.filter((m) => !isForwardedRequest(m));
+    const early = this.isLeader ? rd.messages : rd.messages.filter(promisesNothing);
+    const late = this.isLeader ? [] : rd.messages.filter((m) => !promisesNothing(m));
     if (early.length > 0) this.sendNow(early);
     // Like etcd's MustSync: only new entries or a new term/vote need the fsync;
     // a commit index can be recovered from the others after a crash.

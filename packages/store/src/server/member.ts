@@ -15,6 +15,7 @@ import { RaftNode } from '../node/node.js';
 import { Transport } from '../node/transport.js';
 import { codecs, etcdServices, RaftPeerService, serverServices } from '../proto.js';
 import { type ConfChange, EntryType, encodeConfChange, RawNode } from '../raft/index.js';
+import { processWalFs } from '../wal/fs.js';
 import { clusterService, hashId, maintenanceService, memberId } from './cluster.js';
 import type { ServerContext } from './context.js';
 import { GrpcServer, type TlsFiles } from './grpc-server.js';
@@ -146,6 +147,7 @@ async function openMemberState(cfg: MemberConfig, initialMembers: MemberInfo[]) 
   const raftLog = await RaftLog.open(db, machine.appliedIndex, {
     walDir: join(cfg.dataDir, 'wal'),
     logger: cfg.logger,
+    fs: processWalFs(),
   });
 
   if (raftLog.isEmpty && cfg.initialClusterState === 'new') {

@@ -62,6 +62,31 @@ class NodeWalFile implements WalFile {
   }
 }
 
+/**
+ * The WAL's file operations for this process. KUBIT_STORE_FAULT_SYNC_DELAY_MS
+ * (a fault for tests, as etcd's failpoints are) makes every fdatasync that
+ * much slower: a slow disk, to show the member does not stall on it.
+ */
+export function processWalFs(env: NodeJS.ProcessEnv = process.env): WalFs {
+  const delay = Number(env.KUBIT_STORE_FAULT_SYNC_DELAY_MS ?? 0);
+  if (!(delay > 0)) return nodeWalFs;
+  return {
+    ...nodeWalFs,
+    open(path) {
+      const file = nodeWalFs.open(path);
+      return {
+        write: (buf, position) => file.write(buf, position),
+        fill: (from, to) => file.fill(from, to),
+        close: () => file.close(),
+        async datasync() {
+          await new Promise((r) => setTimeout(r, delay));
+          await file.datasync();
+        },
+      };
+    },
+  };
+}
+
 export const nodeWalFs: WalFs = {
   list: (dir) => fs.readdirSync(dir),
   read: (path) => fs.readFileSync(path),
