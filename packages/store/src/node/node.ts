@@ -56,6 +56,10 @@ function promisesNothing(m: Message): boolean {
   );
 }
 
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** One level batch through the chained API (about half the CPU of the array form per operation). */
 export function writeOps(db: Db, ops: BatchOp[], sync: boolean): Promise<void> {
   const batch = db.batch();
@@ -432,15 +436,6 @@ export class RaftNode {
     else if (hs) log.saveLazily(hs);
     // The in-memory log answers raft for these entries from now on (accept()).
     log.append(rd.hardState, rd.entries);
-    // Committed entries are durable on a majority (raft counts no copy before
-    // its write completes, the leader's own included): apply them in memory
-    // now and answer at once, without waiting for this Ready's write. Their
-    // level operations wait in `unwritten` for the next state write; after a
-    // crash the applied index on disk is older and the log replays the rest.
-    if (rd.committedEntries.length > 0) this.answer(this.apply(rd.committedEntries, this.unwritten));
-    this.releaseReadStates(rd);
-    if (this.unwritten.length >= MAX_UNWRITTEN_OPS) this.flushState();
-    else if (this.unwritten.length > 0) this.scheduleFlush();
     // Hand the Ready back now: the next one (new proposals' MsgApps, commit
     // indexes, answers) need not wait for this write.
     this.raw.accept(rd);
@@ -459,6 +454,21 @@ export class RaftNode {
     // Acks and votes promise what this Ready (and every earlier one) wrote:
     // they leave once the WAL holds all of it, in Ready order.
     if (late.length > 0) this.sendAfter(writing ?? log.wal.idle(), late);
+    if (rd.committedEntries.length > 0 || rd.readStates.length > 0) {
+      // Sends before work: messages handed to a socket leave only once this
+      // turn ends, so applying in it would hold MsgApps and commit indexes
+      // back by the length of the apply. Let them go first.
+      if (early.length > 0) await nextTurn();
+      // Committed entries are durable on a majority (raft counts no copy before
+      // its write completes, the leader's own included): apply them in memory
+      // now and answer at once, without waiting for this Ready's write. Their
+      // level operations wait in `unwritten` for the next state write; after a
+      // crash the applied index on disk is older and the log replays the rest.
+      if (rd.committedEntries.length > 0) this.answer(this.apply(rd.committedEntries, this.unwritten));
+      this.releaseReadStates(rd);
+    }
+    if (this.unwritten.length >= MAX_UNWRITTEN_OPS) this.flushState();
+    else if (this.unwritten.length > 0) this.scheduleFlush();
     this.maybeCompactLog();
   }
 

@@ -44,7 +44,11 @@ interface Pending {
   payload: Uint8Array;
   /** For entries: the entry's index; for a snapshot: its index (the log's last index after it). */
   index?: number;
+  /** An entry, encoded into `payload` when its write is built (off the Ready's turn). */
+  entry?: Entry;
 }
+
+const NO_PAYLOAD = new Uint8Array(0);
 
 interface Waiter {
   resolve(): void;
@@ -71,6 +75,7 @@ export class Wal {
   /** The last entry index in a write that reached the disk (its segment's successor starts after it). */
   private writtenLast: number;
   private inFlight = false;
+  private pumpScheduled = false;
   private closed = false;
   private failed: Error | undefined;
   /** Every entry up to this index is durable here (as the log now has it). */
@@ -190,7 +195,8 @@ export class Wal {
       const first = entries[0].index;
       // An overwritten suffix is not durable in its new form until this write is.
       if (first - 1 < this.durable) this.durable = first - 1;
-      for (const e of entries) this.push(RT.entry, encodeEntry(e), e.index);
+      for (const e of entries)
+        this.pending.push({ type: RT.entry, payload: NO_PAYLOAD, index: e.index, entry: e });
       this.lastIndex = entries[entries.length - 1].index;
     }
     if (hardState) this.setHardState(hardState);
@@ -273,7 +279,16 @@ export class Wal {
     const p = new Promise<void>((resolve, reject) => {
       this.pendingWaiters.push({ resolve, reject });
     });
-    this.pump();
+    // The write is built and made in the next turn: the caller's messages
+    // (handed to their sockets in this one) leave first, and whatever else
+    // is saved in this turn joins the same write.
+    if (!this.pumpScheduled) {
+      this.pumpScheduled = true;
+      setImmediate(() => {
+        this.pumpScheduled = false;
+        this.pump();
+      });
+    }
     return p;
   }
 
@@ -328,6 +343,7 @@ export class Wal {
     let size = recordSize(BATCH_PAYLOAD);
     let firstEntry = Number.POSITIVE_INFINITY;
     for (const r of records) {
+      if (r.entry) r.payload = encodeEntry(r.entry);
       size += recordSize(r.payload.length);
       if (r.type === RT.entry && firstEntry === Number.POSITIVE_INFINITY) firstEntry = r.index ?? firstEntry;
     }
