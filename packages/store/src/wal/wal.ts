@@ -156,9 +156,9 @@ export class Wal {
     wal.file = fs.open(lastPath);
     wal.offset = end.offset;
     wal.crc = end.crc;
-    // What lies past the last record may be holes (a repaired tail, a spare cut short): fill from there.
-    wal.filled = wal.offset;
     if (wal.offset === 0) wal.writeHead();
+    // What lies past the last record may be holes (a repaired tail): fill from there, never over a record.
+    wal.filled = wal.offset;
     wal.fillAhead();
     wal.prepareSpare();
     return { wal, state };

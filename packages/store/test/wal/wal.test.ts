@@ -189,6 +189,24 @@ test('a last write damaged at every byte offset: the tail is cut, every earlier 
   );
 });
 
+test('a damaged head of the only segment is cut; the rewritten head and new writes replay', async () => {
+  const dir = await tempDir();
+  const { wal } = await Wal.open(dir, { segmentBytes: SEGMENT });
+  await wal.close();
+  const file = join(dir, segments(dir)[0]);
+  const b = fs.readFileSync(file);
+  b[9] ^= 0xff;
+  fs.writeFileSync(file, b);
+  const { wal: again, state } = await Wal.open(dir, { segmentBytes: SEGMENT });
+  assert.equal(state.entries.length, 0);
+  await again.save({ term: 1, vote: '', commit: 0 }, [entry(1), entry(2)]);
+  await again.close();
+  assert.deepEqual(
+    (await reopen(dir)).entries.map((e) => e.index),
+    [1, 2],
+  );
+});
+
 test('zeroed and garbage tails are cut', async () => {
   const f = await lastBatchFixture();
   const garbage = Buffer.from(f.bytes);
