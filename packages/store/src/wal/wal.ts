@@ -30,8 +30,12 @@ import { parseSegmentName, replaySegments, type Segment, segmentName, type WalSt
 
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 const SPARE = 'next.tmp';
-/** Zero-filled ahead of the write position, one chunk at a time. */
-const FILL_CHUNK = 4 * 1024 * 1024;
+/**
+ * Zero-filled ahead of the write position, one chunk at a time. Small: an
+ * fdatasync of the WAL while a fill is in flight also writes out the fill's
+ * dirty pages (the sync is per file), so a chunk's size is added to one sync.
+ */
+const FILL_CHUNK = 1024 * 1024;
 
 export interface WalOptions {
   segmentBytes?: number;
