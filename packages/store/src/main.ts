@@ -14,9 +14,11 @@ import {
   StartupError,
 } from '@kubit/daemon';
 import { Command, Option } from 'commander';
+import { LogMismatchError } from './node/log.js';
 import { startCpuProfile } from './profile.js';
 import { UNLIMITED_STREAMS } from './server/grpc-server.js';
 import { type MemberConfig, shutdownGraceMs, startMember, type TlsFiles } from './server/member.js';
+import { WalCorruptError } from './wal/replay.js';
 
 function parseInitialCluster(value: string): Map<string, string[]> {
   const out = new Map<string, string[]>();
@@ -158,6 +160,9 @@ async function main(flags: Flags): Promise<void> {
     const msg = (err as Error).message;
     if (/EADDRINUSE|No address added/.test(msg)) throw new StartupError(`cannot listen: ${msg}`);
     if (/LOCK|lock/.test(msg)) throw new StartupError(`data dir ${dataDir} is in use by another process`);
+    if (err instanceof WalCorruptError || err instanceof LogMismatchError) {
+      throw new StartupError(`data dir ${dataDir}: ${msg}`);
+    }
     throw err;
   }
   // Room for the client calls' grace period, then for raft and level to close.

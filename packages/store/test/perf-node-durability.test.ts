@@ -1,5 +1,6 @@
 // The node loop answers clients before writing the applied state when it may
 // (see RaftNode.handleReady): these tests pin down the cases where it must not.
+// The WAL's fdatasync is gated through its file interface (../src/wal/fs.ts).
 // A lone voter commits an entry in the very Ready that brings it, so the put
 // may only be answered once that Ready's synced write is done.
 import assert from 'node:assert/strict';
@@ -12,19 +13,17 @@ import { Level } from 'level';
 import type { PutRequest } from '../src/messages.js';
 import type { Db } from '../src/mvcc/machine.js';
 import { StateMachine } from '../src/mvcc/machine.js';
-import type { BatchOp } from '../src/mvcc/store.js';
 import { RaftLog } from '../src/node/log.js';
 import { RaftNode } from '../src/node/node.js';
 import { codecs } from '../src/proto.js';
 import { type ConfChange, EntryType, encodeConfChange, RawNode } from '../src/raft/index.js';
+import { nodeWalFs, type WalFs } from '../src/wal/fs.js';
 
-/** Holds synced batches until released, to see what the loop does meanwhile. */
-class GatedDb {
+/** Holds the WAL's fdatasyncs until released, to see what the loop does meanwhile. */
+class GatedFs {
   private gate: Promise<void> | undefined;
   private open: (() => void) | undefined;
   syncedWrites = 0;
-
-  constructor(readonly db: Db) {}
 
   close(): void {
     this.gate = new Promise((res) => {
@@ -37,37 +36,24 @@ class GatedDb {
     this.gate = undefined;
   }
 
-  /** The Level instance with batch() (array and chained forms) routed through the gate. */
-  wrapped(): Db {
-    const write = async (ops: BatchOp[], opts?: { sync?: boolean }) => {
-      if (opts?.sync && this.gate) await this.gate;
-      if (opts?.sync) this.syncedWrites++;
-      return this.db.batch(ops, opts ?? {});
-    };
-    const batch = (ops?: BatchOp[], opts?: { sync?: boolean }) => {
-      if (ops) return write(ops, opts);
-      const queued: BatchOp[] = [];
-      const chained = {
-        put: (key: Buffer, value: Buffer) => {
-          queued.push({ type: 'put', key, value });
-          return chained;
-        },
-        del: (key: Buffer) => {
-          queued.push({ type: 'del', key });
-          return chained;
-        },
-        write: (o?: { sync?: boolean }) => write(queued, o),
-      };
-      return chained;
-    };
-    return new Proxy(this.db, {
-      get: (target, prop) => {
-        if (prop === 'batch') return batch;
-        // level keeps private fields: its methods must run on the real instance.
-        const v: unknown = Reflect.get(target, prop, target);
-        return typeof v === 'function' ? v.bind(target) : v;
+  /** The real file operations, with every datasync waiting for the gate. */
+  wrapped(): WalFs {
+    return {
+      ...nodeWalFs,
+      open: (path) => {
+        const file = nodeWalFs.open(path);
+        return {
+          write: (buf, position) => file.write(buf, position),
+          close: () => file.close(),
+          fill: (from, to) => file.fill(from, to),
+          datasync: async () => {
+            if (this.gate) await this.gate;
+            await file.datasync();
+            this.syncedWrites++;
+          },
+        };
       },
-    });
+    };
   }
 }
 
@@ -84,15 +70,23 @@ function putRequest(key: string): PutRequest {
 
 async function loneVoter(
   dir: string,
-): Promise<{ node: RaftNode; gated: GatedDb; level: Level<Buffer, Buffer> }> {
-  const level = new Level<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+): Promise<{ node: RaftNode; gated: GatedFs; level: Level<Buffer, Buffer> }> {
+  const level = new Level<Buffer, Buffer>(join(dir, 'member'), {
+    keyEncoding: 'buffer',
+    valueEncoding: 'buffer',
+  });
   await level.open();
-  const gated = new GatedDb(level as unknown as Db);
-  const db = gated.wrapped();
+  const gated = new GatedFs();
+  const db = level as unknown as Db;
   const machine = new StateMachine(db, { minLeaseTTL: 1 });
   await machine.load();
-  const log = new RaftLog(db);
-  await log.load();
+  const logger = createLogger({ name: 'perf-node-test', level: 'silent' });
+  const log = await RaftLog.open(db, machine.appliedIndex, {
+    walDir: join(dir, 'wal'),
+    logger,
+    segmentBytes: 1024 * 1024,
+    fs: gated.wrapped(),
+  });
   const member = {
     id: '1',
     name: 'solo',
@@ -101,9 +95,7 @@ async function loneVoter(
     is_learner: false,
   };
   const cc: ConfChange = { type: 'addNode', nodeId: '1', context: codecs.memberInfo.encode(member) };
-  const ops: BatchOp[] = [];
-  log.bootstrap([{ term: 1, index: 1, type: EntryType.ConfChange, data: encodeConfChange(cc) }], ops);
-  await db.batch(ops, { sync: true });
+  await log.bootstrap([{ term: 1, index: 1, type: EntryType.ConfChange, data: encodeConfChange(cc) }]);
   const node = new RaftNode({
     id: '1',
     db,
@@ -114,7 +106,7 @@ async function loneVoter(
     electionTicks: 3,
     heartbeatTicks: 1,
     snapshotCount: 100000,
-    logger: createLogger({ name: 'perf-node-test', level: 'silent' }),
+    logger,
     send: () => {},
   });
   node.start();
@@ -149,6 +141,7 @@ test('a lone voter answers a put only after the write that makes it durable', as
   } finally {
     gated.release();
     node.stop();
+    await node.drain();
     await level.close();
     await rm(dir, { recursive: true, force: true });
   }

@@ -4,6 +4,8 @@
 // 256-byte values and sequential keys, for several numbers of concurrent
 // clients and four workloads:
 //   put           puts of sequential keys
+//   put-1conn     puts by 64 clients over ONE connection to one follower (as
+//                 the apiserver talks to the store), whatever --clients says
 //   range-linear  linearizable single-key ranges (ReadIndex on kubit-store)
 //   range-serial  serializable single-key ranges (member-local)
 //   watch         put-to-event latency seen by --watchers watchers of the prefix
@@ -30,7 +32,9 @@ import { type StoreCluster as Cluster, etcdInstalled, StoreCluster, type StorePr
 import { daemonCommand, processCpuMs } from '../src/process.js';
 import { machineHeader, ms, now, percentile, progress, rssMiB, sleep, table, UsageError } from './common.js';
 
-const WORKLOADS = ['put', 'range-linear', 'range-serial', 'watch'] as const;
+const WORKLOADS = ['put', 'put-1conn', 'range-linear', 'range-serial', 'watch'] as const;
+/** The put-1conn row's clients, all on one connection. */
+const ONE_CONNECTION_CLIENTS = 64;
 type Workload = (typeof WORKLOADS)[number];
 const PROGRAMS: readonly StoreProgram[] = ['etcd', 'kubit-store'];
 /** Keys the range workloads read (written once before them). */
@@ -224,8 +228,15 @@ async function measure(
   opts: Options,
   round: number,
 ): Promise<Row> {
-  const hosts = cluster.endpoints.map((e) => `http://${e}`);
-  const pool = Array.from({ length: Math.min(clients, 8) }, () => new Etcd3({ hosts }));
+  let hosts = cluster.endpoints.map((e) => `http://${e}`);
+  if (workload === 'put-1conn') {
+    // One follower (the leader when there is no other): its answers wait for the leader's commit.
+    const lead = await cluster.leaderIndex();
+    const follower = cluster.members[(Math.max(lead, 0) + 1) % cluster.members.length];
+    hosts = [`http://${follower.endpoint}`];
+  }
+  const connections = workload === 'put-1conn' ? 1 : Math.min(clients, 8);
+  const pool = Array.from({ length: connections }, () => new Etcd3({ hosts }));
   const value = Buffer.alloc(opts.valueBytes, 'x');
   try {
     const putUnder = (prefix: string) => (c: Etcd3, id: number, i: number) =>
@@ -242,13 +253,15 @@ async function measure(
     // code and for this VM's slow wake-ups from idle, which hit both stores.
     await Promise.all(pool.map((c, i) => c.put(`bench/warm/${i}`).value(value)));
     if (opts.warmup > 0) {
-      const ops = workload === 'put' || workload === 'watch' ? putUnder(`bench/warm/${round}/`) : read;
+      const ops =
+        workload.startsWith('put') || workload === 'watch' ? putUnder(`bench/warm/${round}/`) : read;
       await loop(pool, clients, opts.warmup, ops);
     }
     const cpu0 = clusterCpuMs(cluster);
     const client0 = ownCpuMs();
     let run: Run;
-    if (workload === 'put') run = await loop(pool, clients, opts.seconds, putUnder('bench/put/'));
+    if (workload.startsWith('put'))
+      run = await loop(pool, clients, opts.seconds, putUnder(`bench/${workload}/`));
     else if (workload === 'watch') run = await watchRun(pool, clients, opts, value, round);
     else run = await loop(pool, clients, opts.seconds, read);
     const busy = clusterCpuMs(cluster) - cpu0;
@@ -315,7 +328,7 @@ function report(rows: Row[], memory: Memory[], opts: Options): string {
     rows.find((r) => r.program === p && r.workload === w && r.clients === c);
   const out: string[][] = [];
   for (const w of opts.workloads) {
-    for (const c of opts.clients) {
+    for (const c of w === 'put-1conn' ? [ONE_CONNECTION_CLIENTS] : opts.clients) {
       const e = find('etcd', w, c);
       const k = find('kubit-store', w, c);
       const cells = (r: Row | undefined) =>
@@ -398,7 +411,7 @@ async function main(): Promise<void> {
     }
     let turn = 0;
     for (const workload of opts.workloads) {
-      for (const clients of opts.clients) {
+      for (const clients of workload === 'put-1conn' ? [ONE_CONNECTION_CLIENTS] : opts.clients) {
         const order = turn++ % 2 === 0 ? clusters : [...clusters].reverse();
         for (const { program, cluster } of order) {
           const row = await measure(cluster, workload, clients, opts, round++);

@@ -1,28 +1,45 @@
-// The raft log on level: hard state, entries and the last snapshot's metadata.
-// An in-memory copy of the retained entries answers raft's reads at once.
-
+// The raft log: hard state, entries and the snapshot point live in the
+// write-ahead log (../wal), as etcd's do; an in-memory copy of the retained
+// entries answers raft's reads at once. The membership in force after the
+// applied entries (conf state) is applied state: it goes to level with the
+// MVCC state it belongs to.
+//
+// A data directory from before the WAL kept the log in level ('e', 'h', 's'
+// keys): the first start copies it into a new WAL (built aside and renamed
+// into place, so a crash midway leaves the old form) and then drops the keys.
+import { existsSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Logger } from '@kubit/daemon';
 import type { Db } from '../mvcc/machine.js';
 import type { BatchOp } from '../mvcc/store.js';
 import { codecs } from '../proto.js';
 import type { ConfState, Entry, HardState, LogStorage, Snapshot, SnapshotMeta } from '../raft/types.js';
-import { decodeEntry, encodeEntry } from '../wire/raft.js';
-import { decodeHardState, encodeHardState } from './wire.js';
+import { decodeSnapshotMeta, encodeSnapshotMeta } from '../wal/codec.js';
+import { nodeWalFs, type WalFs } from '../wal/fs.js';
+import type { WalState } from '../wal/replay.js';
+import { Wal } from '../wal/wal.js';
+import { decodeEntry } from '../wire/raft.js';
+import { decodeHardState } from './wire.js';
 
-const ENTRY = 0x65; // 'e' + index(8)
-const HARD_STATE = Buffer.from('h');
+// Level keys: r, m, l, c (state machine), x (conf state), s (the snapshot
+// point of the last snapshot restored from the leader, written before the
+// WAL records it). 'e' and 'h' held the log before the WAL.
+const LEGACY_ENTRY = 0x65;
+const LEGACY_HARD_STATE = Buffer.from('h');
 const SNAP_META = Buffer.from('s');
-// Key prefixes in use in the one level DB: r, m, l, c (state machine), e, h, s, x (raft log).
 const CONF_STATE = Buffer.from('x');
 
-const TWO_32 = 2 ** 32;
+/** The MVCC state and the log do not fit together: starting would lose or invent data. */
+export class LogMismatchError extends Error {
+  override name = 'LogMismatchError';
+}
 
-/** 'e' + the index as 8 big-endian bytes (two 32-bit halves: no BigInt per entry). */
-function entryKey(index: number): Buffer {
-  const b = Buffer.allocUnsafe(9);
-  b[0] = ENTRY;
-  b.writeUInt32BE(Math.floor(index / TWO_32), 1);
-  b.writeUInt32BE(index >>> 0, 5);
-  return b;
+export interface RaftLogOptions {
+  /** The WAL's directory (<data-dir>/member/wal beside level's). */
+  walDir: string;
+  logger: Logger;
+  segmentBytes?: number;
+  fs?: WalFs;
 }
 
 export class RaftLog implements LogStorage {
@@ -35,34 +52,68 @@ export class RaftLog implements LogStorage {
   /** Produces the state machine's bytes when raft needs a snapshot for a lagging follower. */
   snapshotSource: () => Snapshot = () => ({ meta: this.snapMeta, data: new Uint8Array(0) });
 
-  constructor(private readonly db: Db) {}
+  private constructor(
+    private readonly db: Db,
+    readonly wal: Wal,
+    state: WalState,
+  ) {
+    if (state.hardState) this.hardState = state.hardState;
+    this.snapMeta = state.snapshot;
+    this.confState = state.snapshot.confState;
+    this.entriesMem = state.entries;
+  }
 
-  async load(): Promise<void> {
-    const hs = await this.db.get(HARD_STATE);
-    if (hs) this.hardState = decodeHardState(hs);
-    const sm = await this.db.get(SNAP_META);
-    if (sm) {
-      const w = codecs.snapshot.decode(sm);
-      this.snapMeta = {
-        index: Number(w.index),
-        term: Number(w.term),
-        confState: { voters: w.conf_state?.voters ?? [], learners: w.conf_state?.learners ?? [] },
-      };
-      this.confState = this.snapMeta.confState;
-    }
-    const cs = await this.db.get(CONF_STATE);
+  /**
+   * Opens the log: the WAL in opts.walDir, migrated from level's keys on the
+   * first start after the WAL came in. `appliedIndex` is what the MVCC state
+   * in level has applied: the log must reach it (see reconcile()).
+   */
+  static async open(db: Db, appliedIndex: number, opts: RaftLogOptions): Promise<RaftLog> {
+    const fs = opts.fs ?? nodeWalFs;
+    const walOpts = { segmentBytes: opts.segmentBytes, fs, logger: opts.logger };
+    if (!Wal.exists(opts.walDir, fs)) await migrateFromLevel(db, opts, walOpts);
+    const { wal, state } = await Wal.open(opts.walDir, walOpts);
+    const log = new RaftLog(db, wal, state);
+    const cs = await db.get(CONF_STATE);
     if (cs) {
       const w = codecs.snapshot.decode(cs).conf_state;
-      this.confState = { voters: w?.voters ?? [], learners: w?.learners ?? [] };
+      log.confState = { voters: w?.voters ?? [], learners: w?.learners ?? [] };
     }
-    for await (const [, v] of this.db.iterator({
-      gt: entryKey(this.snapMeta.index),
-      lt: Buffer.from([ENTRY + 1]),
-    })) {
-      const e = decodeEntry(v);
-      if (e.index !== this.lastIndex() + 1) break;
-      this.entriesMem.push(e);
+    await log.reconcile(appliedIndex, opts.logger);
+    return log;
+  }
+
+  /**
+   * The MVCC state and the log after a crash. MVCC (synced less often) is
+   * normally behind the log, and the log replays the rest; a commit index
+   * below the applied one is raised (applied entries are committed). MVCC
+   * ahead of the log happens only when a crash fell between restoring a
+   * leader's snapshot into level and recording it in the WAL: level's
+   * snapshot point then says where the log starts.
+   */
+  private async reconcile(applied: number, logger: Logger): Promise<void> {
+    if (applied > this.lastIndex()) {
+      const sm = await this.db.get(SNAP_META);
+      const meta = sm ? decodeSnapshotMeta(sm) : undefined;
+      if (!meta || meta.index !== applied) {
+        throw new LogMismatchError(
+          `the MVCC state has applied entry ${applied} but the raft log ends at ${this.lastIndex()}: ` +
+            'the write-ahead log lost durable entries. Recover this member from its peers ' +
+            '(etcdctl member remove, move the data directory away, etcdctl member add).',
+        );
+      }
+      logger.warn({ index: applied }, 'finishing a snapshot restore that a crash interrupted');
+      await this.wal.saveSnapshot(meta);
+      this.applySnapshot(meta);
     }
+    if (applied < this.snapMeta.index) {
+      throw new LogMismatchError(
+        `the MVCC state has applied entry ${applied} only, but the raft log starts after ${this.snapMeta.index}: ` +
+          'the state for the entries between was lost. Recover this member from its peers ' +
+          '(etcdctl member remove, move the data directory away, etcdctl member add).',
+      );
+    }
+    if (this.hardState.commit < applied) this.hardState = { ...this.hardState, commit: applied };
   }
 
   /** True when nothing was ever persisted (a brand-new member). */
@@ -110,17 +161,17 @@ export class RaftLog implements LogStorage {
     return this.snapshotSource();
   }
 
-  /** Level operations that make `entries` and `hardState` durable (raft's step 1). */
-  persistOps(hardState: HardState | undefined, entries: Entry[], ops: BatchOp[]): void {
-    if (hardState) ops.push({ type: 'put', key: HARD_STATE, value: encodeHardState(hardState) });
-    if (entries.length === 0) return;
-    for (const e of entries) ops.push({ type: 'put', key: entryKey(e.index), value: encodeEntry(e) });
-    // A new leader may overwrite a suffix: drop what lies past the new last entry.
-    const newLast = entries[entries.length - 1].index;
-    for (let i = newLast + 1; i <= this.lastIndex(); i++) ops.push({ type: 'del', key: entryKey(i) });
+  /** Makes `entries` and `hardState` durable (raft's step 1): one WAL write, one fdatasync. */
+  save(hardState: HardState | undefined, entries: Entry[]): Promise<void> {
+    return this.wal.save(hardState, entries);
   }
 
-  /** Mirrors persisted entries in memory (after the batch is written). */
+  /** A hard state that needs no sync of its own (only the commit index moved): it rides with the next write. */
+  saveLazily(hardState: HardState): void {
+    this.wal.setHardState(hardState);
+  }
+
+  /** Mirrors saved entries in memory (answers raft from now on). */
   append(hardState: HardState | undefined, entries: Entry[]): void {
     if (hardState) this.hardState = hardState;
     if (entries.length === 0) return;
@@ -136,27 +187,45 @@ export class RaftLog implements LogStorage {
     for (const e of entries) this.entriesMem.push(e);
   }
 
-  /** A snapshot received from the leader replaces the whole log. */
-  applySnapshotOps(meta: SnapshotMeta, ops: BatchOp[]): void {
-    ops.push({ type: 'put', key: SNAP_META, value: this.encodeMeta(meta) });
+  /**
+   * Level's part of restoring a snapshot from the leader, written (synced)
+   * with the restored state: the snapshot point, so a crash before the WAL
+   * records it can be finished on the next start, and the conf state.
+   */
+  snapshotOps(meta: SnapshotMeta, ops: BatchOp[]): void {
+    ops.push({ type: 'put', key: SNAP_META, value: encodeSnapshotMeta(meta) });
     this.confStateOps(meta.confState, ops);
-    for (let i = this.firstIndex(); i <= this.lastIndex(); i++) ops.push({ type: 'del', key: entryKey(i) });
   }
 
-  applySnapshot(meta: SnapshotMeta): void {
+  /** The WAL's part: the log is replaced by the snapshot point; then the old segments go. */
+  async saveSnapshot(meta: SnapshotMeta): Promise<void> {
+    await this.wal.saveSnapshot(meta);
+    this.applySnapshot(meta);
+    this.wal.release(meta.index);
+  }
+
+  private applySnapshot(meta: SnapshotMeta): void {
     this.snapMeta = meta;
     this.confState = meta.confState;
     this.entriesMem = [];
   }
 
-  /** Drops entries up to `index` (already applied and durable in the state machine). */
-  compactOps(index: number, confState: ConfState, ops: BatchOp[]): void {
-    if (index <= this.snapMeta.index) return;
+  /**
+   * Drops entries up to `index` from memory at once; returns the term the WAL
+   * must record for it once the MVCC state covering it is durable (compactDurably).
+   */
+  compactInMemory(index: number, confState: ConfState): number | undefined {
+    if (index <= this.snapMeta.index) return undefined;
     const meta: SnapshotMeta = { index, term: this.term(index), confState };
-    for (let i = this.snapMeta.index + 1; i <= index; i++) ops.push({ type: 'del', key: entryKey(i) });
-    ops.push({ type: 'put', key: SNAP_META, value: this.encodeMeta(meta) });
     this.entriesMem = this.entriesMem.slice(index - this.snapMeta.index);
     this.snapMeta = meta;
+    return meta.term;
+  }
+
+  /** Records the compaction in the WAL and deletes the whole segments it covers. */
+  async compactDurably(index: number, term: number): Promise<void> {
+    await this.wal.compact(index, term);
+    this.wal.release(index);
   }
 
   /** The membership in force after an applied conf change (stored with the applied index). */
@@ -174,18 +243,71 @@ export class RaftLog implements LogStorage {
    * (term 1), as etcd does: every member, and any member that joins later,
    * learns the initial membership by applying them.
    */
-  bootstrap(entries: Entry[], ops: BatchOp[]): void {
+  async bootstrap(entries: Entry[]): Promise<void> {
     const hardState: HardState = { term: 1, vote: '', commit: entries.length };
-    this.persistOps(hardState, entries, ops);
+    await this.save(hardState, entries);
     this.append(hardState, entries);
   }
 
-  private encodeMeta(meta: SnapshotMeta): Buffer {
-    return codecs.snapshot.encode({
-      index: meta.index,
-      term: meta.term,
-      conf_state: { voters: meta.confState.voters, learners: meta.confState.learners },
-      data: new Uint8Array(0),
-    });
+  close(): Promise<void> {
+    return this.wal.close();
   }
+}
+
+/** The log as level held it before the WAL; undefined when level holds none. */
+async function legacyLog(db: Db): Promise<WalState | undefined> {
+  const hs = await db.get(LEGACY_HARD_STATE);
+  const sm = await db.get(SNAP_META);
+  const snapshot = sm
+    ? decodeSnapshotMeta(sm)
+    : { index: 0, term: 0, confState: { voters: [], learners: [] } };
+  const entries: Entry[] = [];
+  for await (const [, v] of db.iterator({
+    gt: legacyEntryKey(snapshot.index),
+    lt: Buffer.from([LEGACY_ENTRY + 1]),
+  })) {
+    const e = decodeEntry(v);
+    const last = entries.length > 0 ? entries[entries.length - 1].index : snapshot.index;
+    if (e.index !== last + 1) break;
+    entries.push(e);
+  }
+  if (!hs && !sm && entries.length === 0) return undefined;
+  return { hardState: hs ? decodeHardState(hs) : undefined, snapshot, entries };
+}
+
+function legacyEntryKey(index: number): Buffer {
+  const b = Buffer.allocUnsafe(9);
+  b[0] = LEGACY_ENTRY;
+  b.writeUInt32BE(Math.floor(index / 2 ** 32), 1);
+  b.writeUInt32BE(index >>> 0, 5);
+  return b;
+}
+
+/**
+ * Copies level's log into a new WAL: written to <walDir>.tmp, synced, renamed
+ * into place (the parent directory synced), then level's log keys dropped.
+ */
+async function migrateFromLevel(
+  db: Db,
+  opts: RaftLogOptions,
+  walOpts: { segmentBytes?: number; fs: WalFs; logger: Logger },
+): Promise<void> {
+  const old = await legacyLog(db);
+  if (!old) return;
+  const tmp = `${opts.walDir}.tmp`;
+  if (existsSync(tmp)) rmSync(tmp, { recursive: true, force: true });
+  if (existsSync(opts.walDir)) rmSync(opts.walDir, { recursive: true, force: true });
+  const { wal } = await Wal.open(tmp, walOpts, old);
+  await wal.close();
+  walOpts.fs.rename(tmp, opts.walDir);
+  walOpts.fs.syncDir(dirname(opts.walDir));
+  const batch = db.batch();
+  batch.del(LEGACY_HARD_STATE);
+  for await (const k of db.keys({ gte: Buffer.from([LEGACY_ENTRY]), lt: Buffer.from([LEGACY_ENTRY + 1]) }))
+    batch.del(k);
+  await batch.write({ sync: true });
+  opts.logger.info(
+    { entries: old.entries.length, snapshotIndex: old.snapshot.index },
+    'migrated the raft log from level into the write-ahead log',
+  );
 }

@@ -1,24 +1,25 @@
 // The node loop: drives the raft core. Each Ready is handled in raft's order:
-// persist hard state + entries in ONE synced level batch (group commit: every
-// proposal that arrived meanwhile shares that fsync), send messages, apply
-// committed entries, answer waiting clients, advance.
+// persist hard state + entries in ONE write-ahead-log write and fdatasync
+// (group commit: every proposal that arrived meanwhile shares it), send
+// messages, apply committed entries, answer waiting clients, advance.
 //
-// Writes go through one ordered queue: a batch starts when the previous one
-// is durable, and carries everything queued meanwhile. No Ready waits for a
-// write (dissertation §10.2.1): the loop queues its write, hands it back
-// (RawNode.accept) and takes the next one, and reports the log durable
-// (RawNode.persisted) when the write completes. A leader sends its MsgApps at
-// once, and its own copy counts towards commitment only once persisted; so
-// an entry is committed exactly when a majority, with or without the leader,
-// holds it on disk, and anyone may apply it and answer at once. A follower's
-// acks and votes promise what it wrote: they wait for the queue to write
-// everything up to their Ready, and leave in Ready order.
+// No Ready waits for its write (dissertation §10.2.1): the loop queues the
+// write in the WAL, hands the Ready back (RawNode.accept) and takes the next
+// one, and reports the log durable (RawNode.persisted) when the write
+// completes. A leader sends its MsgApps at once, and its own copy counts
+// towards commitment only once persisted; so an entry is committed exactly
+// when a majority, with or without the leader, holds it on disk, and anyone
+// may apply it and answer at once. A follower's acks and votes promise what
+// it wrote: they wait for the WAL to hold everything up to their Ready, and
+// leave in Ready order.
 //
-// The applied state's level operations are not written per Ready: they ride
-// along with the next batch that must be written anyway (new entries), or go
-// out within FLUSH_DELAY_MS. Nothing depends on them being on disk: the log
-// holds every committed entry, and a restart replays the log past the applied
-// index found on disk (written in the same batch as the state it describes).
+// The applied (MVCC) state goes to level apart from the log, unsynced, as
+// etcd's backend commits apart from its WAL: every FLUSH_DELAY_MS or
+// MAX_UNWRITTEN_OPS operations, one level batch at a time, each only once the
+// WAL durably holds the entries it applied (so level is never ahead of the
+// log that rebuilds it). A restart replays the log past the applied index
+// level holds. Before the log drops entries (compaction), the state covering
+// them is written with a sync.
 import type { Logger } from '@kubit/daemon';
 import { Errors, type EtcdError } from '../errors.js';
 import type { Command, MemberInfo } from '../messages.js';
@@ -35,17 +36,28 @@ import { trace, traceMessages, traceReady, tracing } from './trace.js';
 
 const ENTRY_CONF_CHANGE = 1;
 const REQUEST_TIMEOUT_MS = 7000;
-/** Longest an applied change waits before it is written to level without a log write to ride on. */
-const FLUSH_DELAY_MS = 50;
-/** Unwritten applied-state operations beyond this are written at once. */
-const MAX_UNWRITTEN_OPS = 20_000;
+/** Longest an applied change waits in memory before it is written to level (etcd's backend: 100 ms). */
+const FLUSH_DELAY_MS = 100;
+/** Unwritten applied-state operations beyond this are written at once (etcd's backend: 10,000). */
+const MAX_UNWRITTEN_OPS = 10_000;
 
 /**
- * Messages that forward a client request to the leader promise nothing about
- * this member's log or vote: they may leave before this Ready's write.
+ * Messages that promise nothing about this member's log or vote may leave
+ * before this Ready's write: requests forwarded to the leader, and heartbeat
+ * answers (they only say "I hear you"; holding them behind a slow fsync
+ * would make a leader with checkQuorum think it lost its followers).
  */
-function isForwardedRequest(m: Message): boolean {
-  return m.type === 'MsgProp' || m.type === 'MsgReadIndex' || m.type === 'MsgTransferLeader';
+function promisesNothing(m: Message): boolean {
+  return (
+    m.type === 'MsgProp' ||
+    m.type === 'MsgReadIndex' ||
+    m.type === 'MsgTransferLeader' ||
+    m.type === 'MsgHeartbeatResp'
+  );
+}
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** One level batch through the chained API (about half the CPU of the array form per operation). */
@@ -102,7 +114,7 @@ export class RaftNode {
   private readSeq = 0;
   private lastSnapshotIndex = 0;
   private stopped = false;
-  /** Level operations of applied entries (and commit-only hard states) not yet written. */
+  /** Level operations of applied entries not yet written. */
   private unwritten: BatchOp[] = [];
   /** The applied index last written to level. */
   private writtenApplied = 0;
@@ -110,15 +122,10 @@ export class RaftNode {
   private flushDue = false;
   /** The loop's current run, so a shutdown can wait for its write. */
   private running: Promise<void> = Promise.resolve();
-  /** Operations queued for the next level batch (written once the one in flight completes). */
-  private queuedOps: BatchOp[] = [];
-  private queuedSync = false;
-  /** Settles once the queued operations are written (undefined: nothing queued). */
-  private queued: { promise: Promise<void>; resolve(): void } | undefined;
+  /** The last level batch of applied state queued (they are written one at a time, in order). */
+  private stateTail: Promise<void> = Promise.resolve();
   /** The last scheduled send of messages that wait for a write (they leave in order). */
   private lateTail: Promise<void> | undefined;
-  /** The level batch being written, if any. */
-  private inFlight: Promise<void> | undefined;
   soft: SoftState = { lead: '', state: 'follower' };
   term = 0;
   commitIndex = 0;
@@ -183,58 +190,45 @@ export class RaftNode {
   }
 
   /**
-   * After stop(): waits for the loop's last write, then writes the applied
-   * state still held in memory (so a restart replays less of the log).
+   * After stop(): waits for the loop's last writes, then writes the applied
+   * state still held in memory, synced (so a restart replays less of the log),
+   * and closes the WAL.
    */
   async drain(): Promise<void> {
     await this.running;
     await this.writesIdle();
-    if (this.unwritten.length === 0 && this.writtenApplied === this.opts.machine.appliedIndex) return;
-    await this.enqueueWrite(this.takeUnwritten(), false);
+    const { ops, applied } = this.takeUnwritten();
+    if (ops.length > 0) await this.writeState(ops, applied, true);
+    await this.opts.log.close();
   }
 
   /**
-   * Queues level operations behind those already queued; resolves once they
-   * are written (with an fsync if any queued operation asked for one). One
-   * batch at a time keeps the disk in queue order: the applied state never
-   * gets ahead of the log that rebuilds it, and a later hard state wins.
+   * Queues a level batch of applied state behind those already queued. It is
+   * written once the WAL durably holds entry `applied` (level never gets ahead
+   * of the log that rebuilds it); `sync` makes it (and every batch before it) durable.
    */
-  private enqueueWrite(ops: BatchOp[], sync: boolean): Promise<void> {
-    for (const op of ops) this.queuedOps.push(op);
-    if (sync) this.queuedSync = true;
-    if (!this.queued) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => {
-        resolve = r;
-      });
-      this.queued = { promise, resolve };
-    }
-    const { promise } = this.queued;
-    this.pumpWrites();
-    return promise;
+  private writeState(ops: BatchOp[], applied: number, sync: boolean): Promise<void> {
+    const { db, log } = this.opts;
+    const write = this.stateTail.then(async () => {
+      await log.wal.whenDurable(applied);
+      trace('state-write-start', { ops: ops.length, sync });
+      await writeOps(db, ops, sync);
+      trace('state-write-done', { ops: ops.length, sync });
+    });
+    this.stateTail = write.catch((err: unknown) =>
+      this.fatal(err, 'writing the applied state to level failed'),
+    );
+    return write;
   }
 
-  private pumpWrites(): void {
-    const next = this.queued;
-    if (this.inFlight || !next) return;
-    const ops = this.queuedOps;
-    const sync = this.queuedSync;
-    this.queued = undefined;
-    this.queuedOps = [];
-    this.queuedSync = false;
-    trace('write-start', { ops: ops.length, sync });
-    this.inFlight = writeOps(this.opts.db, ops, sync).then(
-      () => {
-        trace('write-done', { ops: ops.length, sync });
-        this.inFlight = undefined;
-        next.resolve();
-        this.pumpWrites();
-      },
-      (err: unknown) => {
-        this.opts.logger.fatal({ err }, 'writing the raft log failed; stopping to protect the data');
-        process.exit(2);
-      },
-    );
+  private fatal(err: unknown, what: string): never {
+    this.opts.logger.fatal({ err }, `${what}; stopping to protect the data`);
+    process.exit(2);
+  }
+
+  private flushState(): void {
+    const { ops, applied } = this.takeUnwritten();
+    if (ops.length > 0) void this.writeState(ops, applied, false);
   }
 
   /** Sends `messages` once `barrier` settles, never before messages scheduled earlier. */
@@ -257,14 +251,15 @@ export class RaftNode {
     this.opts.send(messages);
   }
 
-  /** Settles once everything queued so far is written; undefined when nothing is queued or in flight. */
-  private writesBarrier(): Promise<void> | undefined {
-    return this.queued?.promise ?? this.inFlight;
-  }
-
-  /** Resolves once everything queued so far is written. */
+  /** Resolves once everything queued so far (log and applied state) is written. */
   private async writesIdle(): Promise<void> {
-    while (this.queued || this.inFlight) await (this.queued?.promise ?? this.inFlight);
+    const wal = this.opts.log.wal;
+    for (let idle = wal.idle(); idle; idle = wal.idle()) await idle;
+    let tail: Promise<void>;
+    do {
+      tail = this.stateTail;
+      await tail;
+    } while (tail !== this.stateTail);
   }
 
   /** A batch of raft messages from a peer. */
@@ -401,12 +396,11 @@ export class RaftNode {
         if (this.flushDue && !this.stopped) {
           this.flushDue = false;
           // Not awaited: the queue keeps it in order, and the loop need not wait for it.
-          if (this.unwritten.length > 0) void this.enqueueWrite(this.takeUnwritten(), false);
+          this.flushState();
         }
       } while (this.again && !this.stopped);
     } catch (err) {
-      this.opts.logger.fatal({ err }, 'raft node loop failed; stopping to protect the data');
-      process.exit(2);
+      this.fatal(err, 'raft node loop failed');
     } finally {
       this.busy = false;
     }
@@ -428,76 +422,81 @@ export class RaftNode {
     // A leader sends in parallel with its own write: its entries count for
     // commitment only once persisted() reports them durable. Anyone may
     // forward a client request at once: it promises nothing.
-    const early = this.isLeader ? rd.messages : rd.messages.filter(isForwardedRequest);
-    const late = this.isLeader ? [] : rd.messages.filter((m) => !isForwardedRequest(m));
+    const early = this.isLeader ? rd.messages : rd.messages.filter(promisesNothing);
+    const late = this.isLeader ? [] : rd.messages.filter((m) => !promisesNothing(m));
     if (early.length > 0) this.sendNow(early);
-    const logOps: BatchOp[] = [];
-    log.persistOps(rd.hardState, rd.entries, logOps);
     // Like etcd's MustSync: only new entries or a new term/vote need the fsync;
     // a commit index can be recovered from the others after a crash.
     const hs = rd.hardState;
-    const durable =
+    const mustSync =
       rd.entries.length > 0 ||
       (hs !== undefined && (hs.term !== log.hardState.term || hs.vote !== log.hardState.vote));
     let writing: Promise<void> | undefined;
-    if (durable) {
-      // The applied state first: a newer hard state in logOps then wins.
-      const ops = this.takeUnwritten();
-      for (const op of logOps) ops.push(op);
-      writing = this.enqueueWrite(ops, true);
-    } else {
-      for (const op of logOps) this.unwritten.push(op);
-    }
+    if (mustSync) writing = log.save(hs, rd.entries);
+    else if (hs) log.saveLazily(hs);
     // The in-memory log answers raft for these entries from now on (accept()).
     log.append(rd.hardState, rd.entries);
-    // Committed entries are durable on a majority (raft counts no copy before
-    // its write completes, the leader's own included): apply them in memory
-    // now and answer at once, without waiting for this Ready's write. Their
-    // level operations wait in `unwritten` for the next write; after a crash
-    // the applied index on disk is older and the log replays the rest.
-    if (rd.committedEntries.length > 0) this.answer(this.apply(rd.committedEntries, this.unwritten));
-    this.releaseReadStates(rd);
-    if (!durable) {
-      if (this.unwritten.length >= MAX_UNWRITTEN_OPS) void this.enqueueWrite(this.takeUnwritten(), false);
-      else if (this.unwritten.length > 0) this.scheduleFlush();
-    }
     // Hand the Ready back now: the next one (new proposals' MsgApps, commit
     // indexes, answers) need not wait for this write.
     this.raw.accept(rd);
     const last = rd.entries[rd.entries.length - 1];
     if (writing && last) {
-      void writing.then(() => {
-        if (this.stopped) return;
-        trace('persisted', { index: last.index });
-        this.raw.persisted(last.index, last.term);
-        this.kick();
-      });
+      writing.then(
+        () => {
+          if (this.stopped) return;
+          trace('persisted', { index: last.index });
+          this.raw.persisted(last.index, last.term);
+          this.kick();
+        },
+        (err: unknown) => this.fatal(err, 'writing the raft log failed'),
+      );
     }
     // Acks and votes promise what this Ready (and every earlier one) wrote:
-    // they leave once the queue has written all of it, in Ready order.
-    if (late.length > 0) this.sendAfter(writing ?? this.writesBarrier(), late);
+    // they leave once the WAL holds all of it, in Ready order.
+    if (late.length > 0) this.sendAfter(writing ?? log.wal.idle(), late);
+    if (rd.committedEntries.length > 0 || rd.readStates.length > 0) {
+      // Sends before work: messages handed to a socket leave only once this
+      // turn ends, so applying in it would hold MsgApps and commit indexes
+      // back by the length of the apply. Let them go first.
+      if (early.length > 0) await nextTurn();
+      // Committed entries are durable on a majority (raft counts no copy before
+      // its write completes, the leader's own included): apply them in memory
+      // now and answer at once, without waiting for this Ready's write. Their
+      // level operations wait in `unwritten` for the next state write; after a
+      // crash the applied index on disk is older and the log replays the rest.
+      if (rd.committedEntries.length > 0) this.answer(this.apply(rd.committedEntries, this.unwritten));
+      this.releaseReadStates(rd);
+    }
+    if (this.unwritten.length >= MAX_UNWRITTEN_OPS) this.flushState();
+    else if (this.unwritten.length > 0) this.scheduleFlush();
     this.maybeCompactLog();
   }
 
-  /** A snapshot from the leader replaces the state machine and the log (the write queue is idle). */
+  /** A snapshot from the leader replaces the state machine and the log (every write is done). */
   private async restoreSnapshot(rd: Ready): Promise<void> {
     const { db, log, machine } = this.opts;
     const snap = rd.snapshot!;
     // What was applied before goes to disk first: the snapshot's state replaces it.
-    if (this.unwritten.length > 0) await writeOps(db, this.takeUnwritten(), false);
+    const before = this.takeUnwritten();
+    if (before.ops.length > 0) await this.writeState(before.ops, before.applied, false);
+    // The snapshot point first (a crash after the restore but before the WAL
+    // records it is finished from it on the next start), then the state, then
+    // the conf state, then the WAL; each synced.
+    const pointOps: BatchOp[] = [];
+    log.snapshotOps(snap.meta, pointOps);
+    const confOps = pointOps.splice(1);
+    await writeOps(db, pointOps, true);
     await machine.restore(Buffer.from(snap.data), snap.meta.index);
+    await writeOps(db, confOps, true);
     this.writtenApplied = machine.appliedIndex;
-    const ops: BatchOp[] = [];
-    log.applySnapshotOps(snap.meta, ops);
-    await writeOps(db, ops, true);
-    log.applySnapshot(snap.meta);
+    await log.saveSnapshot(snap.meta);
     this.lastSnapshotIndex = snap.meta.index;
     this.opts.logger.info({ index: snap.meta.index }, 'restored state from a snapshot');
     this.syncMembers();
   }
 
   /** The unwritten operations plus the applied index and revision they bring the disk to. */
-  private takeUnwritten(): BatchOp[] {
+  private takeUnwritten(): { ops: BatchOp[]; applied: number } {
     const ops = this.unwritten;
     this.unwritten = [];
     const { machine } = this.opts;
@@ -505,7 +504,7 @@ export class RaftNode {
       machine.stateOps(ops);
       this.writtenApplied = machine.appliedIndex;
     }
-    return ops;
+    return { ops, applied: this.writtenApplied };
   }
 
   private scheduleFlush(): void {
@@ -627,15 +626,21 @@ export class RaftNode {
     const { machine, log } = this.opts;
     const applied = machine.appliedIndex;
     if (applied - this.lastSnapshotIndex < this.opts.snapshotCount) return;
-    // The applied state goes to disk with (or before) the deletion of the
-    // entries that rebuild it: the queue writes both in order, in one batch.
-    const ops = this.takeUnwritten();
+    this.lastSnapshotIndex = applied;
     // Keep a tail so slightly slow followers catch up from the log, not a snapshot.
     const keep = Math.min(5000, Math.floor(this.opts.snapshotCount / 2));
     const upTo = Math.max(applied - keep, log.firstIndex() - 1);
-    log.compactOps(upTo, log.confState, ops);
-    void this.enqueueWrite(ops, true);
-    this.lastSnapshotIndex = applied;
+    const term = log.compactInMemory(upTo, log.confState);
+    if (term === undefined) return;
+    // The WAL drops the entries only once the applied state covering them is
+    // durable in level: a synced state write first, then the compaction record
+    // and the release of whole old segments.
+    const { ops, applied: covered } = this.takeUnwritten();
+    // Even with nothing new: the sync makes the unsynced batches before it durable.
+    if (ops.length === 0) machine.stateOps(ops);
+    this.writeState(ops, covered, true)
+      .then(() => log.compactDurably(upTo, term))
+      .catch((err: unknown) => this.fatal(err, 'compacting the raft log failed'));
   }
 
   /** An error a client should see for a failed apply. */

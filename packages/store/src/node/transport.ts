@@ -9,6 +9,7 @@
 // (grpc-js's client call stack cost more CPU per batch than raft's own work
 // on it); the rare unary calls (snapshots, lease renewals) use grpc-js.
 import * as http2 from 'node:http2';
+import type { Socket } from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
 import { frameMessage } from '@kubit/wire';
 import type { RaftBatch } from '../messages.js';
@@ -161,6 +162,8 @@ export class Transport {
         ? { ca: this.tls.ca, cert: this.tls.cert, key: this.tls.key }
         : {},
     );
+    // Nagle off: raft's small messages must not wait for a delayed ACK.
+    session.on('connect', (_s: http2.ClientHttp2Session, socket: Socket) => socket.setNoDelay(true));
     const stream = session.request({
       ':method': 'POST',
       ':path': STREAM_PATH,

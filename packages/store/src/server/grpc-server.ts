@@ -23,7 +23,7 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import * as http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 import { frameMessage, MessageReader } from '@kubit/wire';
 import { parseGrpcTimeout } from './grpc-timeout.js';
@@ -313,6 +313,10 @@ export class GrpcServer {
           rejectUnauthorized: tls.clientCertAuth,
         })
       : http2.createServer(common);
+    // Node leaves Nagle on for HTTP/2 sockets: with many calls on one
+    // connection, a small answer written while an earlier one is unacked
+    // waits for the peer's delayed ACK (40 ms on Linux).
+    server.on('connection', (socket: Socket) => socket.setNoDelay(true));
     server.on('session', (session: http2.ServerHttp2Session) => {
       const keepalive = this.opts.keepalive && new ConnectionKeepalive(session, this.opts.keepalive);
       this.sessions.set(session, keepalive);

@@ -15,6 +15,7 @@ import { RaftNode } from '../node/node.js';
 import { Transport } from '../node/transport.js';
 import { codecs, etcdServices, RaftPeerService, serverServices } from '../proto.js';
 import { type ConfChange, EntryType, encodeConfChange, RawNode } from '../raft/index.js';
+import { processWalFs } from '../wal/fs.js';
 import { clusterService, hashId, maintenanceService, memberId } from './cluster.js';
 import type { ServerContext } from './context.js';
 import { GrpcServer, type TlsFiles } from './grpc-server.js';
@@ -143,18 +144,19 @@ async function openMemberState(cfg: MemberConfig, initialMembers: MemberInfo[]) 
     minLeaseTTL: Math.ceil((1.5 * cfg.electionTicks * cfg.tickMs) / 1000),
   });
   await machine.load();
-  const raftLog = new RaftLog(db);
-  await raftLog.load();
+  const raftLog = await RaftLog.open(db, machine.appliedIndex, {
+    walDir: join(cfg.dataDir, 'wal'),
+    logger: cfg.logger,
+    fs: processWalFs(),
+  });
 
   if (raftLog.isEmpty && cfg.initialClusterState === 'new') {
-    const ops: Parameters<RaftLog['persistOps']>[2] = [];
     const entries = initialMembers.map((m, i) => {
       const cc: ConfChange = { type: 'addNode', nodeId: m.id, context: codecs.memberInfo.encode(m) };
       return { term: 1, index: i + 1, type: EntryType.ConfChange, data: encodeConfChange(cc) };
     });
-    raftLog.bootstrap(entries, ops);
-    ops.push({ type: 'put', key: Buffer.from('m:cluster'), value: Buffer.from(clusterId) });
-    await db.batch(ops, { sync: true });
+    await db.put(Buffer.from('m:cluster'), Buffer.from(clusterId), { sync: true });
+    await raftLog.bootstrap(entries);
     cfg.logger.info({ members: initialMembers.length, clusterId }, 'bootstrapped a new cluster');
   }
   return { db, clusterId, machine, raftLog };
